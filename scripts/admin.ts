@@ -1,0 +1,45 @@
+import { adminConfigFromEnv, adminRequest, type Field } from './lib/admin-client.ts';
+
+const USAGE = `Usage: npm run admin -- <command>
+
+  create-app <name>                         create an application; prints its keys (shown once)
+  get-app <app_id>                          show an application and its schema
+  set-schema <app_id> <name:type[:searchable]>...
+                                            replace the schema; type is string, int, float or text
+
+Environment: API_URL (default http://127.0.0.1:$PORT, PORT 8787), ADMIN_TOKEN (default dev-admin-token).`;
+
+function parseField(spec: string): Field {
+  const [name = '', type = '', flag] = spec.split(':');
+  if (!['string', 'int', 'float', 'text'].includes(type) || (flag !== undefined && flag !== 'searchable')) {
+    throw new Error(`bad field "${spec}": expected name:type or name:type:searchable`);
+  }
+  return { name, type: type as Field['type'], searchable: flag === 'searchable' };
+}
+
+async function main(args: string[]): Promise<number> {
+  const config = adminConfigFromEnv();
+  const [command, ...rest] = args;
+  let reply: { status: number; body: unknown };
+  if (command === 'create-app' && rest.length === 1) {
+    reply = await adminRequest(config, 'POST', '/admin/apps', { name: rest[0] });
+  } else if (command === 'get-app' && rest.length === 1) {
+    reply = await adminRequest(config, 'GET', `/admin/apps/${encodeURIComponent(rest[0]!)}`);
+  } else if (command === 'set-schema' && rest.length >= 1) {
+    const [appId, ...fields] = rest;
+    reply = await adminRequest(config, 'PUT', `/admin/apps/${encodeURIComponent(appId!)}/schema`, { fields: fields.map(parseField) });
+  } else {
+    console.error(USAGE);
+    return 2;
+  }
+  console.log(JSON.stringify(reply.body, null, 2));
+  return reply.status < 400 ? 0 : 1;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
+  },
+);

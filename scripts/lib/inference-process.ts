@@ -1,0 +1,22 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { ROOT } from './wrangler-env.ts';
+
+/** Starts the real inference service (`inference/src/server.ts`) on Node 22 and waits until its models are loaded. */
+export async function startInference(port: number, options: { timeoutMs?: number } = {}): Promise<ChildProcess> {
+  const child = spawn(path.join(ROOT, 'node_modules/.bin/node'), [path.join(ROOT, 'inference/src/server.ts')], {
+    env: { ...process.env, INFERENCE_PORT: String(port), INFERENCE_HOST: '127.0.0.1' },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const deadline = Date.now() + (options.timeoutMs ?? 120_000);
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`inference service exited with code ${child.exitCode}`);
+    const healthy = await fetch(`http://127.0.0.1:${port}/health`)
+      .then((response) => response.ok)
+      .catch(() => false);
+    if (healthy) return child;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  child.kill();
+  throw new Error('inference service did not become healthy in time');
+}

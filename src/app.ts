@@ -1,0 +1,16 @@
+import { Hono } from 'hono';
+import type { AppEnv } from './env';
+import { notFound, onError, requestId } from './http/middleware';
+import { adminRoutes } from './routes/admin';
+import { insertRoutes } from './routes/insert';
+import { searchRoutes } from './routes/search';
+
+export const app = new Hono<AppEnv>();
+
+app.use('*', requestId);
+app.onError(onError);
+app.notFound(notFound);
+
+app.route('/admin', adminRoutes);
+app.route('/', insertRoutes);
+app.route('/', searchRoutes);

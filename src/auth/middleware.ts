@@ -1,0 +1,51 @@
+import { createMiddleware } from 'hono/factory';
+import type { AppEnv } from '../env';
+import { ApiError } from '../http/envelope';
+import { GENERAL } from '../http/messages';
+import { findAppByAccessKey, findAppByAppKey } from '../storage/apps';
+import { digestsEqual, hashKey } from './keys';
+
+const invalidKeys = (): ApiError => new ApiError(401, GENERAL.invalidKeys);
+const unauthorized = (): ApiError => new ApiError(401, GENERAL.unauthorized);
+
+function parseBasic(header: string): { accessKey: string; secretKey: string } | null {
+  const match = /^Basic\s+(\S+)$/i.exec(header.trim());
+  if (!match?.[1]) return null;
+  let decoded: string;
+  try {
+    decoded = atob(match[1]);
+  } catch {
+    return null;
+  }
+  const colon = decoded.indexOf(':');
+  if (colon < 0) return null;
+  return { accessKey: decoded.slice(0, colon), secretKey: decoded.slice(colon + 1) };
+}
+
+/**
+ * Resolves the calling application (spec 5, DESIGN.md). Backends send HTTP Basic with the access and secret keys;
+ * browser and mobile clients send only the app key as `access_key`, which `allowAppKey` admits (search endpoints).
+ * Runs after the params middleware, since `access_key` may come in a form body.
+ */
+export const authenticate = (options: { allowAppKey: boolean }) =>
+  createMiddleware<AppEnv>(async (c, next) => {
+    const header = c.req.header('authorization');
+    if (header) {
+      const credentials = parseBasic(header);
+      if (!credentials) throw invalidKeys();
+      const found = await findAppByAccessKey(c.env.DB, credentials.accessKey);
+      // Hash even for an unknown access key, so the answer takes the same time either way.
+      const presented = await hashKey(credentials.secretKey);
+      if (!found || !digestsEqual(presented, found.secretKeyHash)) throw invalidKeys();
+      c.set('app', found.app);
+      return next();
+    }
+
+    const appKey = c.var.params.string('access_key');
+    if (appKey === undefined) throw unauthorized();
+    if (!options.allowAppKey) throw unauthorized();
+    const app = await findAppByAppKey(c.env.DB, appKey);
+    if (!app) throw invalidKeys();
+    c.set('app', app);
+    return next();
+  });

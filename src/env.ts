@@ -1,0 +1,31 @@
+import type { LocalVectorIndex } from './ports/vector-index/local';
+import type { InsertMessage } from './ingest/message';
+import type { AppRecord } from './storage/apps';
+import type { RequestParams } from './http/params';
+import type { ErrorStyle } from './http/envelope';
+
+/** Every binding and variable of the Worker, as wrangler.toml declares them. */
+export interface Env {
+  DB: D1Database;
+  BLOBS: R2Bucket;
+  INSERT_QUEUE: Queue<InsertMessage>;
+  LOCAL_VECTOR_INDEX: DurableObjectNamespace<LocalVectorIndex>;
+  /** Base URL of the bundled inference service. */
+  INFERENCE_URL: string;
+  /** Which vector index adapter to use; only `local` exists so far. */
+  VECTOR_INDEX: string;
+  /** Bearer token of the admin API (a secret in production). */
+  ADMIN_TOKEN: string;
+}
+
+/** Per-request values set by middleware. */
+export interface Variables {
+  reqid: string;
+  /** The spec's `method` field of this endpoint's envelope. */
+  method: string;
+  errorStyle: ErrorStyle;
+  params: RequestParams;
+  app: AppRecord;
+}
+
+export type AppEnv = { Bindings: Env; Variables: Variables };

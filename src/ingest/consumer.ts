@@ -1,0 +1,94 @@
+import type { Env } from '../env';
+import { GENERAL, DATA_ERRORS, type DataError } from '../http/messages';
+import { hasSupportedDimensions, probeImage } from '../images/probe';
+import { inference } from '../ports/inference';
+import { UndecodableImageError } from '../ports/inference/types';
+import { IMAGE_INDEX, vectorIndex } from '../ports/vector-index';
+import { imageBlobKey, putImageBlob } from '../storage/blobs';
+import { upsertImage } from '../storage/images';
+import { getPendingItem, settleItem, type PendingItem } from '../storage/transactions';
+import { DownloadError, downloadImage } from './download';
+import type { InsertMessage } from './message';
+
+const DOWNLOAD = { timeoutMs: 20_000, maxBytes: 50 * 1024 * 1024 };
+/** Must match `max_retries` + 1 of the consumer in wrangler.toml: the last delivery settles the item as failed. */
+const MAX_ATTEMPTS = 5;
+const SYSTEM_ERROR: DataError = { code: 500, message: GENERAL.systemError };
+
+/** A failure that retrying cannot mend: the item is settled as failed with this spec error. */
+class ItemRejected extends Error {
+  readonly error: DataError;
+  constructor(error: DataError) {
+    super(error.message);
+    this.error = error;
+  }
+}
+
+/** Download, check, store, embed and index one image; the item is marked done only once it is searchable. */
+async function ingest(env: Env, item: PendingItem): Promise<void> {
+  let bytes: Uint8Array;
+  try {
+    bytes = await downloadImage(item.imUrl, DOWNLOAD);
+  } catch (error) {
+    if (error instanceof DownloadError) throw new ItemRejected(DATA_ERRORS.downloadFailed);
+    throw error;
+  }
+  const info = probeImage(bytes);
+  if (!info) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
+  if (!hasSupportedDimensions(info)) throw new ItemRejected(DATA_ERRORS.unsupportedDimension);
+
+  let vector: number[];
+  try {
+    const prediction = await inference(env).predict(bytes, ['embed']);
+    vector = prediction.embed!.vector;
+  } catch (error) {
+    if (error instanceof UndecodableImageError) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
+    throw error;
+  }
+
+  const blobKey = imageBlobKey(item.appId, item.imName);
+  await putImageBlob(env.BLOBS, blobKey, bytes, info.format);
+  const imageId = await upsertImage(env.DB, {
+    appId: item.appId,
+    imName: item.imName,
+    imUrl: item.imUrl,
+    blobKey,
+    format: info.format,
+    width: info.width,
+    height: info.height,
+    metadata: item.metadata,
+  });
+  await vectorIndex(env, IMAGE_INDEX).upsert([{ id: String(imageId), namespace: item.appId, values: vector }]);
+  await settleItem(env.DB, item.transId, item.index, { state: 'done' });
+}
+
+async function handle(env: Env, message: Message<InsertMessage>): Promise<void> {
+  const { transId, index } = message.body;
+  const item = await getPendingItem(env.DB, transId, index);
+  if (!item) {
+    message.ack(); // already settled: a redelivery
+    return;
+  }
+  try {
+    await ingest(env, item);
+    message.ack();
+  } catch (error) {
+    if (error instanceof ItemRejected) {
+      await settleItem(env.DB, transId, index, { state: 'failed', code: error.error.code, message: error.error.message });
+      message.ack();
+      return;
+    }
+    console.error(JSON.stringify({ event: 'insert_item_error', transId, index, attempt: message.attempts, error: String(error) }));
+    if (message.attempts >= MAX_ATTEMPTS) {
+      await settleItem(env.DB, transId, index, { state: 'failed', code: SYSTEM_ERROR.code, message: SYSTEM_ERROR.message });
+      message.ack();
+      return;
+    }
+    // Transient (inference down, storage hiccup): back off and let the queue deliver it again.
+    message.retry({ delaySeconds: Math.min(2 ** message.attempts, 60) });
+  }
+}
+
+export async function consumeInsertBatch(batch: MessageBatch<InsertMessage>, env: Env): Promise<void> {
+  await Promise.all(batch.messages.map((message) => handle(env, message)));
+}

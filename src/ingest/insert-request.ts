@@ -1,0 +1,70 @@
+import { dataErrorEntry, type DataErrorEntry } from '../http/envelope';
+import { DATA_ERRORS, lengthExceeded, wrongDataType, type DataError } from '../http/messages';
+import type { RequestParams } from '../http/params';
+import type { SchemaField } from '../storage/apps';
+import type { InsertItem } from '../storage/transactions';
+
+/** Spec 2.1 and 8. */
+export const INSERT_LIMITS = {
+  maxImages: 100,
+  maxKeysPerImage: 32,
+  maxNameLength: 128,
+  maxValueLength: 5000,
+} as const;
+
+const IM_NAME = /^[a-zA-Z0-9\-_.:]+$/;
+const INDEXED_KEY = /^(.+)\[(\d+)\]$/;
+const INTEGER = /^[+-]?\d+$/;
+
+export type ParsedInsert =
+  | { kind: 'too_many'; error: DataError }
+  | { kind: 'images'; accepted: InsertItem[]; rejected: DataErrorEntry[] };
+
+/** Groups `key[i]=value` parameters by image index, in index order. */
+function groupByIndex(params: RequestParams): Map<number, Map<string, string>> {
+  const images = new Map<number, Map<string, string>>();
+  for (const name of params.names()) {
+    const match = INDEXED_KEY.exec(name);
+    if (!match) continue;
+    const index = Number(match[2]);
+    const fields = images.get(index) ?? new Map<string, string>();
+    fields.set(match[1]!, params.string(name) ?? '');
+    images.set(index, fields);
+  }
+  return new Map([...images].sort(([a], [b]) => a - b));
+}
+
+function validateImage(fields: Map<string, string>, schema: Map<string, SchemaField>): DataError | null {
+  const imName = fields.get('im_name');
+  if (fields.size > INSERT_LIMITS.maxKeysPerImage) return DATA_ERRORS.tooManyParameters;
+  if (imName === undefined || imName === '') return DATA_ERRORS.invalidImName;
+  if (imName.length > INSERT_LIMITS.maxNameLength) return lengthExceeded('im_name');
+  if (!IM_NAME.test(imName)) return DATA_ERRORS.invalidImName;
+  if (!fields.get('im_url')) return DATA_ERRORS.missingImUrl;
+  for (const [name, value] of fields) {
+    if (value.length > INSERT_LIMITS.maxValueLength) return lengthExceeded(name);
+    const type = schema.get(name)?.type;
+    if (type === 'int' && !INTEGER.test(value.trim())) return wrongDataType(name, type);
+    if (type === 'float' && (value.trim() === '' || !Number.isFinite(Number(value)))) return wrongDataType(name, type);
+  }
+  return null;
+}
+
+/** Reads and checks an `/insert` call: good images are accepted, each bad one gets its own error entry (spec 7.2). */
+export function parseInsert(params: RequestParams, schema: SchemaField[]): ParsedInsert {
+  const images = groupByIndex(params);
+  if (images.size > INSERT_LIMITS.maxImages) return { kind: 'too_many', error: DATA_ERRORS.batchTooLarge };
+  const fieldsByName = new Map(schema.map((field) => [field.name, field]));
+  const accepted: InsertItem[] = [];
+  const rejected: DataErrorEntry[] = [];
+  for (const [index, fields] of images) {
+    const error = validateImage(fields, fieldsByName);
+    if (error) {
+      rejected.push(dataErrorEntry(error, { index, im_name: fields.get('im_name') }));
+      continue;
+    }
+    const { im_name: imName = '', im_url: imUrl = '', ...rest } = Object.fromEntries(fields);
+    accepted.push({ index, imName, imUrl, metadata: rest });
+  }
+  return { kind: 'images', accepted, rejected };
+}

@@ -1,0 +1,121 @@
+import { DurableObject } from 'cloudflare:workers';
+import type { Env } from '../../env';
+import { matchesFilter } from './filter';
+import { checkQuery, checkRecords } from './limits';
+import type { VectorIndex, VectorMatch, VectorMetadata, VectorQuery, VectorRecord } from './types';
+
+type Entry = { id: string; namespace: string; values: Float32Array; norm: number; metadata: VectorMetadata | undefined };
+
+const DEFAULT_NAMESPACE = '';
+
+const norm = (values: Float32Array): number => Math.sqrt(values.reduce((sum, value) => sum + value * value, 0));
+
+/**
+ * The local vector index: one Durable Object per index, vectors persisted in its SQLite storage and searched exactly
+ * (cosine) from an in-memory copy. Runs in miniflare with no account and on Cloudflare alike, and enforces
+ * Vectorize's limits.
+ */
+export class LocalVectorIndex extends DurableObject<Env> {
+  #entries: Map<string, Entry> | undefined;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    ctx.storage.sql.exec(`
+      CREATE TABLE IF NOT EXISTS vectors (id TEXT PRIMARY KEY, namespace TEXT NOT NULL, vector BLOB NOT NULL, metadata TEXT);
+      CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    `);
+  }
+
+  get #dimensions(): number | undefined {
+    const row = this.ctx.storage.sql.exec<{ value: number }>("SELECT value FROM settings WHERE key = 'dimensions'").toArray()[0];
+    return row?.value;
+  }
+
+  get #cache(): Map<string, Entry> {
+    if (!this.#entries) {
+      this.#entries = new Map();
+      const rows = this.ctx.storage.sql.exec<{ id: string; namespace: string; vector: ArrayBuffer; metadata: string | null }>(
+        'SELECT id, namespace, vector, metadata FROM vectors',
+      );
+      for (const row of rows) {
+        const values = new Float32Array(row.vector);
+        const metadata = row.metadata === null ? undefined : (JSON.parse(row.metadata) as VectorMetadata);
+        this.#entries.set(row.id, { id: row.id, namespace: row.namespace, values, norm: norm(values), metadata });
+      }
+    }
+    return this.#entries;
+  }
+
+  upsert(records: VectorRecord[]): void {
+    // The first vector fixes the index's dimensions, as creating a Vectorize index does.
+    const dimensions = this.#dimensions ?? records[0]?.values.length;
+    checkRecords(records, dimensions);
+    if (dimensions !== undefined) {
+      this.ctx.storage.sql.exec("INSERT OR IGNORE INTO settings (key, value) VALUES ('dimensions', ?)", dimensions);
+    }
+    for (const record of records) {
+      const values = Float32Array.from(record.values);
+      const namespace = record.namespace ?? DEFAULT_NAMESPACE;
+      this.ctx.storage.sql.exec(
+        'INSERT OR REPLACE INTO vectors (id, namespace, vector, metadata) VALUES (?, ?, ?, ?)',
+        record.id,
+        namespace,
+        values.buffer,
+        record.metadata ? JSON.stringify(record.metadata) : null,
+      );
+      this.#cache.set(record.id, { id: record.id, namespace, values, norm: norm(values), metadata: record.metadata });
+    }
+  }
+
+  query(vector: number[], query: VectorQuery): VectorMatch[] {
+    checkQuery(query, vector, this.#dimensions);
+    const probe = Float32Array.from(vector);
+    const probeNorm = norm(probe) || 1;
+    const namespace = query.namespace ?? DEFAULT_NAMESPACE;
+    const scored: { entry: Entry; score: number }[] = [];
+    for (const entry of this.#cache.values()) {
+      if (entry.namespace !== namespace) continue;
+      if (query.filter && !matchesFilter(entry.metadata, query.filter)) continue;
+      let dot = 0;
+      for (let i = 0; i < probe.length; i++) dot += probe[i]! * entry.values[i]!;
+      scored.push({ entry, score: dot / (probeNorm * (entry.norm || 1)) });
+    }
+    scored.sort((a, b) => b.score - a.score || (a.entry.id < b.entry.id ? -1 : 1));
+    return scored.slice(0, query.topK).map(({ entry, score }) => ({
+      id: entry.id,
+      score,
+      ...(query.returnValues ? { values: [...entry.values] } : {}),
+      ...(query.returnMetadata && entry.metadata ? { metadata: entry.metadata } : {}),
+    }));
+  }
+
+  getByIds(ids: string[]): VectorRecord[] {
+    return ids.flatMap((id) => {
+      const entry = this.#cache.get(id);
+      if (!entry) return [];
+      return [{ id, namespace: entry.namespace, values: [...entry.values], ...(entry.metadata ? { metadata: entry.metadata } : {}) }];
+    });
+  }
+
+  deleteByIds(ids: string[]): void {
+    for (const id of ids) {
+      this.ctx.storage.sql.exec('DELETE FROM vectors WHERE id = ?', id);
+      this.#cache.delete(id);
+    }
+  }
+}
+
+/** The port's local adapter: one named index, backed by its Durable Object. */
+export function localVectorIndex(namespace: DurableObjectNamespace<LocalVectorIndex>, indexName: string): VectorIndex {
+  const stub = namespace.get(namespace.idFromName(indexName));
+  return {
+    upsert: async (records) => {
+      await stub.upsert(records);
+    },
+    query: async (vector, query) => stub.query(vector, query),
+    getByIds: async (ids) => stub.getByIds(ids),
+    deleteByIds: async (ids) => {
+      await stub.deleteByIds(ids);
+    },
+  };
+}

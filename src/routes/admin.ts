@@ -1,0 +1,64 @@
+import { Hono, type Context } from 'hono';
+import { z } from 'zod';
+import { requireAdmin } from '../auth/admin';
+import type { AppEnv } from '../env';
+import { invalidParameter, ApiError } from '../http/envelope';
+import { endpoint } from '../http/middleware';
+import { createApp, FIELD_TYPES, getApp, getSchema, replaceSchema } from '../storage/apps';
+
+/** Field names as `/insert` parameters can carry them: no brackets, and not the two reserved keys. */
+const FIELD_NAME = /^[A-Za-z0-9_\-.:]{1,64}$/;
+
+const createAppBody = z.object({ name: z.string().trim().min(1).max(200) });
+const schemaBody = z.object({
+  fields: z
+    .array(
+      z.object({
+        name: z
+          .string()
+          .regex(FIELD_NAME, 'field names use a-z, A-Z, 0-9, -, _, ., : (at most 64)')
+          .refine((name) => name !== 'im_name' && name !== 'im_url', 'im_name and im_url are not metadata fields'),
+        type: z.enum(FIELD_TYPES),
+        searchable: z.boolean().default(false),
+      }),
+    )
+    .max(30)
+    .refine((fields) => new Set(fields.map((field) => field.name)).size === fields.length, 'field names must be unique'),
+});
+
+async function readJson<T>(c: Context<AppEnv>, schema: z.ZodType<T>): Promise<T> {
+  const body: unknown = await c.req.json().catch(() => {
+    throw invalidParameter('The request body must be JSON.');
+  });
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw invalidParameter(`${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`);
+  }
+  return parsed.data;
+}
+
+/** The "dashboard" of the spec, as an HTTP API (DESIGN.md). */
+export const adminRoutes = new Hono<AppEnv>();
+
+adminRoutes.use('*', endpoint('admin', 'data'), requireAdmin);
+
+adminRoutes.post('/apps', async (c) => {
+  const { name } = await readJson(c, createAppBody);
+  return c.json({ status: 'OK', ...(await createApp(c.env.DB, name)), name }, 201);
+});
+
+adminRoutes.get('/apps/:app_id', async (c) => {
+  const app = await getApp(c.env.DB, c.req.param('app_id'));
+  if (!app) throw new ApiError(404, 'App not found.');
+  const fields = await getSchema(c.env.DB, app.id);
+  return c.json({ status: 'OK', app_id: app.id, name: app.name, access_key: app.accessKey, created_at: app.createdAt, schema: { fields } });
+});
+
+adminRoutes.put('/apps/:app_id/schema', async (c) => {
+  const app = await getApp(c.env.DB, c.req.param('app_id'));
+  if (!app) throw new ApiError(404, 'App not found.');
+  const { fields } = await readJson(c, schemaBody);
+  await replaceSchema(c.env.DB, app.id, fields);
+  return c.json({ status: 'OK', app_id: app.id, schema: { fields } });
+});

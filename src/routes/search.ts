@@ -1,0 +1,42 @@
+import { Hono } from 'hono';
+import { authenticate } from '../auth/middleware';
+import type { AppEnv } from '../env';
+import { ApiError } from '../http/envelope';
+import { SEARCH_ERRORS } from '../http/messages';
+import { endpoint } from '../http/middleware';
+import { IMAGE_INDEX, vectorIndex } from '../ports/vector-index';
+import { readPaging } from '../search/paging';
+import { searchSimilar } from '../search/similar';
+import { findImageByName } from '../storage/images';
+import { isImagePending } from '../storage/transactions';
+
+export const searchRoutes = new Hono<AppEnv>();
+
+/** Visually similar images to one already in the collection; the query image itself is not among the results. */
+searchRoutes.get('/search', endpoint('search', 'search'), authenticate({ allowAppKey: true }), async (c) => {
+  const { params, app } = c.var;
+  const imName = params.required('im_name', new ApiError(400, SEARCH_ERRORS.imageNotFound));
+  const paging = readPaging(params);
+  const withScore = params.boolean('score', false);
+
+  const image = await findImageByName(c.env.DB, app.id, imName);
+  const stillProcessing = new ApiError(404, SEARCH_ERRORS.stillProcessing);
+  if (!image) {
+    if (await isImagePending(c.env.DB, app.id, imName)) throw stillProcessing;
+    throw new ApiError(404, SEARCH_ERRORS.imageNotFound);
+  }
+  const [stored] = await vectorIndex(c.env, IMAGE_INDEX).getByIds([String(image.id)]);
+  if (!stored) throw stillProcessing;
+
+  const page = await searchSimilar(c.env, { appId: app.id, vector: stored.values, paging, withScore, excludeIds: [image.id] });
+  return c.json({
+    status: 'OK',
+    method: 'search',
+    error: [],
+    page: paging.page,
+    limit: paging.limit,
+    total: page.total,
+    result: page.result,
+    reqid: c.var.reqid,
+  });
+});

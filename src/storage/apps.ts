@@ -1,0 +1,83 @@
+import { hashKey, randomKey } from '../auth/keys';
+import { formatTimestamp } from '../time';
+
+export const FIELD_TYPES = ['string', 'int', 'float', 'text'] as const;
+export type FieldType = (typeof FIELD_TYPES)[number];
+export type SchemaField = { name: string; type: FieldType; searchable: boolean };
+
+export type AppRecord = { id: string; name: string; accessKey: string; createdAt: string };
+export type AppCredentials = { app_id: string; access_key: string; secret_key: string; app_key: string };
+
+type AppRow = { id: string; name: string; access_key: string; secret_key_hash: string; created_at: string };
+
+const toRecord = (row: AppRow): AppRecord => ({
+  id: row.id,
+  name: row.name,
+  accessKey: row.access_key,
+  createdAt: row.created_at,
+});
+
+/** Creates an application; its secret key and app key are returned once and kept only as digests. */
+export async function createApp(db: D1Database, name: string): Promise<AppCredentials> {
+  const credentials: AppCredentials = {
+    app_id: `app_${randomKey(8)}`,
+    access_key: randomKey(16),
+    secret_key: randomKey(32),
+    app_key: randomKey(16),
+  };
+  await db
+    .prepare(
+      'INSERT INTO apps (id, name, access_key, secret_key_hash, app_key_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+    )
+    .bind(
+      credentials.app_id,
+      name,
+      credentials.access_key,
+      await hashKey(credentials.secret_key),
+      await hashKey(credentials.app_key),
+      formatTimestamp(),
+    )
+    .run();
+  return credentials;
+}
+
+export async function getApp(db: D1Database, id: string): Promise<AppRecord | null> {
+  const row = await db.prepare('SELECT * FROM apps WHERE id = ?').bind(id).first<AppRow>();
+  return row ? toRecord(row) : null;
+}
+
+/** The application and its secret's digest, for Basic auth. */
+export async function findAppByAccessKey(
+  db: D1Database,
+  accessKey: string,
+): Promise<{ app: AppRecord; secretKeyHash: string } | null> {
+  const row = await db.prepare('SELECT * FROM apps WHERE access_key = ?').bind(accessKey).first<AppRow>();
+  return row ? { app: toRecord(row), secretKeyHash: row.secret_key_hash } : null;
+}
+
+export async function findAppByAppKey(db: D1Database, appKey: string): Promise<AppRecord | null> {
+  const row = await db
+    .prepare('SELECT * FROM apps WHERE app_key_hash = ?')
+    .bind(await hashKey(appKey))
+    .first<AppRow>();
+  return row ? toRecord(row) : null;
+}
+
+export async function getSchema(db: D1Database, appId: string): Promise<SchemaField[]> {
+  const { results } = await db
+    .prepare('SELECT name, type, searchable FROM app_fields WHERE app_id = ? ORDER BY name')
+    .bind(appId)
+    .all<{ name: string; type: FieldType; searchable: number }>();
+  return results.map((row) => ({ name: row.name, type: row.type, searchable: row.searchable === 1 }));
+}
+
+export async function replaceSchema(db: D1Database, appId: string, fields: SchemaField[]): Promise<void> {
+  await db.batch([
+    db.prepare('DELETE FROM app_fields WHERE app_id = ?').bind(appId),
+    ...fields.map((field) =>
+      db
+        .prepare('INSERT INTO app_fields (app_id, name, type, searchable) VALUES (?, ?, ?, ?)')
+        .bind(appId, field.name, field.type, field.searchable ? 1 : 0),
+    ),
+  ]);
+}

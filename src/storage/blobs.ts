@@ -1,0 +1,6 @@
+/** R2 keys: every object lives under its application's prefix. */
+export const imageBlobKey = (appId: string, imName: string): string => `${appId}/images/${imName}`;
+
+export async function putImageBlob(bucket: R2Bucket, key: string, bytes: Uint8Array, format: string): Promise<void> {
+  await bucket.put(key, bytes, { httpMetadata: { contentType: `image/${format}` } });
+}

@@ -1,0 +1,62 @@
+import { formatTimestamp } from '../time';
+
+export type ImageMetadata = Record<string, string>;
+
+export type ImageRow = {
+  id: number;
+  im_name: string;
+  im_url: string;
+  metadata: ImageMetadata;
+};
+
+type StoredImageRow = Omit<ImageRow, 'metadata'> & { metadata: string };
+
+const parse = (row: StoredImageRow): ImageRow => ({ ...row, metadata: JSON.parse(row.metadata) as ImageMetadata });
+
+export type NewImage = {
+  appId: string;
+  imName: string;
+  imUrl: string;
+  blobKey: string;
+  format: string;
+  width: number;
+  height: number;
+  metadata: ImageMetadata;
+};
+
+/** Inserts an image or replaces every field of the one with the same name; the id (and so the vector id) is kept. */
+export async function upsertImage(db: D1Database, image: NewImage): Promise<number> {
+  const now = formatTimestamp();
+  const row = await db
+    .prepare(
+      `INSERT INTO images (app_id, im_name, im_url, blob_key, format, width, height, metadata, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (app_id, im_name) DO UPDATE SET
+         im_url = excluded.im_url, blob_key = excluded.blob_key, format = excluded.format, width = excluded.width,
+         height = excluded.height, metadata = excluded.metadata, updated_at = excluded.updated_at
+       RETURNING id`,
+    )
+    .bind(image.appId, image.imName, image.imUrl, image.blobKey, image.format, image.width, image.height, JSON.stringify(image.metadata), now, now)
+    .first<{ id: number }>();
+  if (!row) throw new Error('upsert returned no id');
+  return row.id;
+}
+
+export async function findImageByName(db: D1Database, appId: string, imName: string): Promise<ImageRow | null> {
+  const row = await db
+    .prepare('SELECT id, im_name, im_url, metadata FROM images WHERE app_id = ? AND im_name = ?')
+    .bind(appId, imName)
+    .first<StoredImageRow>();
+  return row ? parse(row) : null;
+}
+
+/** The application's images among `ids`, keyed by id; ids of other applications or removed images are absent. */
+export async function getImagesByIds(db: D1Database, appId: string, ids: number[]): Promise<Map<number, ImageRow>> {
+  if (ids.length === 0) return new Map();
+  // One JSON parameter instead of one per id: D1 allows 100 bound parameters per statement.
+  const { results } = await db
+    .prepare('SELECT id, im_name, im_url, metadata FROM images WHERE app_id = ? AND id IN (SELECT value FROM json_each(?))')
+    .bind(appId, JSON.stringify(ids))
+    .all<StoredImageRow>();
+  return new Map(results.map((row) => [row.id, parse(row)]));
+}

@@ -1,0 +1,133 @@
+import { formatTimestamp } from '../time';
+import type { ImageMetadata } from './images';
+
+export type InsertItem = { index: number; imName: string; imUrl: string; metadata: ImageMetadata };
+export type PendingItem = InsertItem & { transId: number; appId: string };
+export type ItemOutcome = { state: 'done' } | { state: 'failed'; code: number; message: string };
+
+export type TransactionStatus = {
+  trans_id: number;
+  processed_percent: number;
+  success_count: number;
+  fail_count: number;
+  total: number;
+  error_list: { im_name: string; error_code: number; error_message: string }[];
+  error_page: number;
+  error_limit: number;
+  start_time: string;
+  update_time: string;
+};
+
+/** Below 2^53 (DESIGN.md), unique enough that a clash is retried rather than coordinated. */
+const newTransactionId = (): number => Date.now() * 1024 + Math.floor(Math.random() * 1024);
+
+/** Records a transaction and its accepted items in one atomic batch, before any queue message is sent. */
+export async function createTransaction(db: D1Database, appId: string, items: InsertItem[]): Promise<number> {
+  const now = formatTimestamp();
+  for (let attempt = 0; ; attempt++) {
+    const transId = newTransactionId();
+    try {
+      await db.batch([
+        db
+          .prepare('INSERT INTO insert_transactions (id, app_id, total, start_time, update_time) VALUES (?, ?, ?, ?, ?)')
+          .bind(transId, appId, items.length, now, now),
+        ...items.map((item) =>
+          db
+            .prepare('INSERT INTO insert_items (trans_id, item_index, im_name, im_url, metadata) VALUES (?, ?, ?, ?, ?)')
+            .bind(transId, item.index, item.imName, item.imUrl, JSON.stringify(item.metadata)),
+        ),
+      ]);
+      return transId;
+    } catch (error) {
+      if (attempt >= 2 || !String(error).includes('UNIQUE')) throw error;
+    }
+  }
+}
+
+/** The item if it still waits to be processed; null once it is done or failed (a redelivered message). */
+export async function getPendingItem(db: D1Database, transId: number, index: number): Promise<PendingItem | null> {
+  const row = await db
+    .prepare(
+      `SELECT t.app_id, i.im_name, i.im_url, i.metadata FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
+       WHERE i.trans_id = ? AND i.item_index = ? AND i.state = 'pending'`,
+    )
+    .bind(transId, index)
+    .first<{ app_id: string; im_name: string; im_url: string; metadata: string }>();
+  if (!row) return null;
+  return {
+    transId,
+    index,
+    appId: row.app_id,
+    imName: row.im_name,
+    imUrl: row.im_url,
+    metadata: JSON.parse(row.metadata) as ImageMetadata,
+  };
+}
+
+/** Settles an item once: a second outcome for the same item (a redelivered message) changes nothing. */
+export async function settleItem(db: D1Database, transId: number, index: number, outcome: ItemOutcome): Promise<void> {
+  const failure = outcome.state === 'failed' ? outcome : { code: null, message: null };
+  await db.batch([
+    db
+      .prepare(
+        `UPDATE insert_items SET state = ?, error_code = ?, error_message = ?
+         WHERE trans_id = ? AND item_index = ? AND state = 'pending'`,
+      )
+      .bind(outcome.state, failure.code, failure.message, transId, index),
+    db.prepare('UPDATE insert_transactions SET update_time = ? WHERE id = ?').bind(formatTimestamp(), transId),
+  ]);
+}
+
+/** Whether an image of this name is accepted but not yet processed, so a search for it can say so. */
+export async function isImagePending(db: D1Database, appId: string, imName: string): Promise<boolean> {
+  const row = await db
+    .prepare(
+      `SELECT 1 FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
+       WHERE t.app_id = ? AND i.im_name = ? AND i.state = 'pending' LIMIT 1`,
+    )
+    .bind(appId, imName)
+    .first();
+  return row !== null;
+}
+
+export async function getTransactionStatus(
+  db: D1Database,
+  appId: string,
+  transId: number,
+  page: { errorPage: number; errorLimit: number },
+): Promise<TransactionStatus | null> {
+  const [summary, errors] = await db.batch([
+    db
+      .prepare(
+        `SELECT t.total, t.start_time, t.update_time,
+           (SELECT count(*) FROM insert_items WHERE trans_id = t.id AND state = 'done') AS success_count,
+           (SELECT count(*) FROM insert_items WHERE trans_id = t.id AND state = 'failed') AS fail_count
+         FROM insert_transactions t WHERE t.id = ? AND t.app_id = ?`,
+      )
+      .bind(transId, appId),
+    db
+      .prepare(
+        `SELECT i.im_name, i.error_code, i.error_message FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
+         WHERE i.trans_id = ? AND t.app_id = ? AND i.state = 'failed' ORDER BY i.item_index LIMIT ? OFFSET ?`,
+      )
+      .bind(transId, appId, page.errorLimit, (page.errorPage - 1) * page.errorLimit),
+  ]);
+  const row = summary?.results[0] as
+    | { total: number; start_time: string; update_time: string; success_count: number; fail_count: number }
+    | undefined;
+  if (!row) return null;
+  const processed = row.success_count + row.fail_count;
+  return {
+    trans_id: transId,
+    // Rounded down, so 100 means every image is settled.
+    processed_percent: row.total === 0 ? 100 : Math.floor((processed * 100) / row.total),
+    success_count: row.success_count,
+    fail_count: row.fail_count,
+    total: row.total,
+    error_list: (errors?.results ?? []) as TransactionStatus['error_list'],
+    error_page: page.errorPage,
+    error_limit: page.errorLimit,
+    start_time: row.start_time,
+    update_time: row.update_time,
+  };
+}

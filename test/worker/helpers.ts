@@ -1,0 +1,71 @@
+import { env, SELF } from 'cloudflare:test';
+import { expect } from 'vitest';
+
+export type Credentials = { app_id: string; access_key: string; secret_key: string; app_key: string };
+export type SchemaField = { name: string; type: 'string' | 'int' | 'float' | 'text'; searchable?: boolean };
+
+const BASE = 'https://search.test';
+
+export const adminHeaders = { authorization: 'Bearer test-admin-token', 'content-type': 'application/json' };
+
+export const basicAuth = (credentials: Pick<Credentials, 'access_key' | 'secret_key'>): Record<string, string> => ({
+  authorization: `Basic ${btoa(`${credentials.access_key}:${credentials.secret_key}`)}`,
+});
+
+export const fixtureUrl = (path: string): string => `${env.FIXTURES_URL}${path}`;
+
+export const call = (path: string, init?: RequestInit): Promise<Response> => SELF.fetch(`${BASE}${path}`, init);
+
+/** A fresh application (and optional schema) through the admin API. */
+export async function createApp(name = 'test', fields: SchemaField[] = []): Promise<Credentials> {
+  const created = await call('/admin/apps', { method: 'POST', headers: adminHeaders, body: JSON.stringify({ name }) });
+  expect(created.status).toBe(201);
+  const credentials = await created.json<Credentials>();
+  if (fields.length > 0) {
+    const schema = await call(`/admin/apps/${credentials.app_id}/schema`, {
+      method: 'PUT',
+      headers: adminHeaders,
+      body: JSON.stringify({ fields }),
+    });
+    expect(schema.status).toBe(200);
+  }
+  return credentials;
+}
+
+/** `POST /insert` with the spec's indexed form parameters: `{key}[i]=value`. */
+export function insert(credentials: Credentials, images: Record<string, string>[]): Promise<Response> {
+  const form = new URLSearchParams();
+  images.forEach((image, index) => {
+    for (const [key, value] of Object.entries(image)) form.append(`${key}[${index}]`, value);
+  });
+  return call('/insert', { method: 'POST', headers: basicAuth(credentials), body: form });
+}
+
+export type TransactionStatus = {
+  processed_percent: number;
+  success_count: number;
+  fail_count: number;
+  total: number;
+  error_list: { im_name: string; error_code: number; error_message: string }[];
+};
+
+/** Polls `/insert/status` until the transaction is fully processed. */
+export async function waitForTransaction(credentials: Credentials, transId: number, timeoutMs = 90_000): Promise<TransactionStatus> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const response = await call(`/insert/status/${transId}?error_limit=100`, { headers: basicAuth(credentials) });
+    expect(response.status).toBe(200);
+    const [status] = (await response.json<{ result: TransactionStatus[] }>()).result;
+    if (status && status.processed_percent === 100) return status;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`transaction ${transId} did not finish in ${timeoutMs} ms`);
+}
+
+/** Inserts the images and waits until every one of them is settled. */
+export async function insertAndWait(credentials: Credentials, images: Record<string, string>[]): Promise<TransactionStatus> {
+  const response = await insert(credentials, images);
+  const body = await response.json<{ status: string; trans_id: number }>();
+  expect(body.status, JSON.stringify(body)).toBe('OK');
+  return waitForTransaction(credentials, body.trans_id);
+}

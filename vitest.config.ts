@@ -1,0 +1,33 @@
+import path from 'node:path';
+import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-pool-workers';
+import { defineConfig } from 'vitest/config';
+import { useLocalWrangler } from './scripts/lib/wrangler-env.ts';
+
+useLocalWrangler();
+
+const migrations = await readD1Migrations(path.join(import.meta.dirname, 'migrations'));
+
+export default defineConfig({
+  plugins: [
+    cloudflareTest(({ inject }) => ({
+      // The top level of wrangler.toml is the local configuration: no account-only binding in it.
+      wrangler: { configPath: './wrangler.toml' },
+      remoteBindings: false,
+      miniflare: {
+        bindings: {
+          TEST_MIGRATIONS: migrations,
+          ADMIN_TOKEN: 'test-admin-token',
+          INFERENCE_URL: inject<string>('inferenceUrl'),
+          FIXTURES_URL: inject<string>('fixturesUrl'),
+        },
+      },
+    })),
+  ],
+  test: {
+    include: ['test/worker/**/*.test.ts'],
+    globalSetup: ['./test/support/global-setup.ts'],
+    setupFiles: ['./test/worker/apply-migrations.ts'],
+    testTimeout: 120_000,
+    hookTimeout: 180_000,
+  },
+});
