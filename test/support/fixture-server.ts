@@ -10,6 +10,7 @@ export const IMAGES_DIR = path.resolve(import.meta.dirname, '../../../shared/dat
  * Serves the shared test images to the Worker as `im_url`s:
  * - `/images/<file>`: the file as it is;
  * - `/near-copy/<file>`: a near-duplicate (cropped to 85%, mirrored, re-encoded as JPEG at quality 70);
+ * - `/slow/<file>`: the file, after a delay of two seconds;
  * - `/status/<code>`: an empty answer with that status;
  * - anything else: 404.
  */
@@ -34,7 +35,8 @@ async function respond(url: string): Promise<Answer> {
   if (kind === 'status') return { status: Number(name) || 500, type: 'text/plain', body: Buffer.alloc(0) };
   const file = path.join(IMAGES_DIR, path.basename(decodeURIComponent(name)));
   const original = await readFile(file);
-  if (kind === 'images') return { status: 200, type: 'application/octet-stream', body: original };
+  if (kind === 'slow') await new Promise((resolve) => setTimeout(resolve, 2000));
+  if (kind === 'images' || kind === 'slow') return { status: 200, type: 'application/octet-stream', body: original };
   if (kind === 'near-copy') return { status: 200, type: 'image/jpeg', body: await nearCopy(original) };
   throw new Error('unknown fixture');
 }

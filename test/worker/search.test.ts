@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { basicAuth, call, createApp, fixtureUrl, insertAndWait, type Credentials } from './helpers';
+import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, waitForTransaction, type Credentials } from './helpers';
 
 type SearchBody = {
   status: string;
@@ -91,6 +91,15 @@ describe('GET /search, end to end through the queue and the real inference servi
     await insertAndWait(app, [{ im_name: 'hobbies_camera_35mm.copy', im_url: fixtureUrl('/near-copy/animals_mammals_cats_tiger.png') }]);
     const tiger = await search(app, 'im_name=animals_mammals_cats_tiger&limit=2');
     expect(tiger.body.result.map((item) => item.im_name).sort()).toEqual(['animals_mammals_cats_tiger.copy', 'hobbies_camera_35mm.copy']);
+  });
+
+  it('says so while the query image is still being processed', async () => {
+    const response = await insert(app, [{ im_name: 'late-arrival', im_url: fixtureUrl('/slow/animals_birds_rooster.png') }]);
+    const { trans_id } = await response.json<{ trans_id: number }>();
+    const early = await search(app, 'im_name=late-arrival');
+    expect(early.body).toMatchObject({ status: 'fail', error: ['The query image is still being processed, please try again later.'] });
+    await waitForTransaction(app, trans_id);
+    expect((await search(app, 'im_name=late-arrival')).body.status).toBe('OK');
   });
 
   it('rejects bad paging parameters in the envelope', async () => {
