@@ -1,12 +1,32 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../../env';
 import { matchesFilter } from './filter';
-import { checkQuery, checkRecords } from './limits';
+import { checkQuery, checkRecords, VectorLimitError } from './limits';
 import type { VectorIndex, VectorMatch, VectorMetadata, VectorQuery, VectorRecord } from './types';
 
 type Entry = { id: string; namespace: string; values: Float32Array; norm: number; metadata: VectorMetadata | undefined };
 
 const DEFAULT_NAMESPACE = '';
+
+/**
+ * A limit broken is answered, not thrown: an error thrown across RPC loses its class (and workerd logs it as
+ * uncaught), so the adapter rethrows it as a VectorLimitError on the caller's side.
+ */
+type Outcome<T> = { ok: true; value: T } | { ok: false; limit: string };
+
+function attempt<T>(operation: () => T): Outcome<T> {
+  try {
+    return { ok: true, value: operation() };
+  } catch (error) {
+    if (error instanceof VectorLimitError) return { ok: false, limit: error.message };
+    throw error;
+  }
+}
+
+function unwrap<T>(outcome: Outcome<T>): T {
+  if (!outcome.ok) throw new VectorLimitError(outcome.limit);
+  return outcome.value;
+}
 
 const norm = (values: Float32Array): number => Math.sqrt(values.reduce((sum, value) => sum + value * value, 0));
 
@@ -46,7 +66,15 @@ export class LocalVectorIndex extends DurableObject<Env> {
     return this.#entries;
   }
 
-  upsert(records: VectorRecord[]): void {
+  upsert(records: VectorRecord[]): Outcome<void> {
+    return attempt(() => this.#upsert(records));
+  }
+
+  query(vector: number[], query: VectorQuery): Outcome<VectorMatch[]> {
+    return attempt(() => this.#query(vector, query));
+  }
+
+  #upsert(records: VectorRecord[]): void {
     // The first vector fixes the index's dimensions, as creating a Vectorize index does.
     const dimensions = this.#dimensions ?? records[0]?.values.length;
     checkRecords(records, dimensions);
@@ -67,7 +95,7 @@ export class LocalVectorIndex extends DurableObject<Env> {
     }
   }
 
-  query(vector: number[], query: VectorQuery): VectorMatch[] {
+  #query(vector: number[], query: VectorQuery): VectorMatch[] {
     checkQuery(query, vector, this.#dimensions);
     const probe = Float32Array.from(vector);
     const probeNorm = norm(probe) || 1;
@@ -109,10 +137,8 @@ export class LocalVectorIndex extends DurableObject<Env> {
 export function localVectorIndex(namespace: DurableObjectNamespace<LocalVectorIndex>, indexName: string): VectorIndex {
   const stub = namespace.get(namespace.idFromName(indexName));
   return {
-    upsert: async (records) => {
-      await stub.upsert(records);
-    },
-    query: async (vector, query) => stub.query(vector, query),
+    upsert: async (records) => unwrap(await stub.upsert(records)),
+    query: async (vector, query) => unwrap(await stub.query(vector, query)),
     getByIds: async (ids) => stub.getByIds(ids),
     deleteByIds: async (ids) => {
       await stub.deleteByIds(ids);

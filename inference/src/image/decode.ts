@@ -1,0 +1,94 @@
+import sharp, { type Metadata } from 'sharp';
+
+/** The spec's largest accepted image: width * height. */
+export const MAX_INPUT_PIXELS = 40_000_000;
+
+/**
+ * Long side of the pixels kept after decoding. Every task works far below it
+ * (the embedder at 224 px), and shrinking while decoding (JPEG/WebP shrink-on-
+ * load) keeps a 40 MP upload from costing 120 MB of RGB per request.
+ */
+export const WORKING_MAX_SIDE = 2048;
+
+const SUPPORTED_FORMATS = ['jpeg', 'png', 'webp', 'gif', 'tiff'] as const;
+export type ImageFormat = (typeof SUPPORTED_FORMATS)[number];
+
+/** 8-bit RGB pixels, row-major, 3 bytes per pixel, no padding. */
+export type RgbPixels = {
+  readonly data: Buffer;
+  readonly width: number;
+  readonly height: number;
+};
+
+export type DecodedImage = {
+  /** Size of the original image as displayed, i.e. after EXIF orientation. */
+  readonly width: number;
+  readonly height: number;
+  readonly format: ImageFormat;
+  /** Oriented, alpha flattened onto white, long side at most WORKING_MAX_SIDE. */
+  readonly pixels: RgbPixels;
+};
+
+export type ImageErrorCode = 'undecodable_image' | 'image_too_large';
+
+export class ImageDecodeError extends Error {
+  readonly code: ImageErrorCode;
+
+  constructor(code: ImageErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ImageDecodeError';
+    this.code = code;
+  }
+}
+
+export async function decodeImage(bytes: Uint8Array): Promise<DecodedImage> {
+  // The header alone gives format and size, so bombs are refused before any
+  // pixel is decoded; limitInputPixels below guards the decoder as well.
+  let metadata: Metadata;
+  try {
+    metadata = await sharp(bytes).metadata();
+  } catch (cause) {
+    throw new ImageDecodeError('undecodable_image', 'The bytes are not a recognised image.', { cause });
+  }
+  const format = metadata.format as string;
+  if (!isSupportedFormat(format)) {
+    throw new ImageDecodeError('undecodable_image', `Unsupported image format: ${format}.`);
+  }
+  const { width, height } = orientedSize(metadata);
+  if (width * height > MAX_INPUT_PIXELS) {
+    throw new ImageDecodeError(
+      'image_too_large',
+      `The image has ${width}x${height} pixels; at most ${MAX_INPUT_PIXELS} are accepted.`,
+    );
+  }
+
+  try {
+    // failOn 'error': tolerate the benign warnings (e.g. trailing junk) common in real uploads.
+    const { data, info } = await sharp(bytes, { limitInputPixels: MAX_INPUT_PIXELS, failOn: 'error', pages: 1 })
+      .autoOrient()
+      .resize({ width: WORKING_MAX_SIDE, height: WORKING_MAX_SIDE, fit: 'inside', withoutEnlargement: true })
+      .flatten({ background: '#ffffff' })
+      .toColourspace('srgb')
+      .raw({ depth: 'uchar' })
+      .toBuffer({ resolveWithObject: true });
+    if (info.channels !== 3) {
+      throw new Error(`decoded to ${info.channels} channels, expected 3`);
+    }
+    return { width, height, format, pixels: { data, width: info.width, height: info.height } };
+  } catch (cause) {
+    throw new ImageDecodeError('undecodable_image', 'The image data could not be decoded.', { cause });
+  }
+}
+
+function isSupportedFormat(format: string): format is ImageFormat {
+  return (SUPPORTED_FORMATS as readonly string[]).includes(format);
+}
+
+/** Displayed size: EXIF orientations 5-8 swap width and height. */
+function orientedSize(metadata: Metadata): { width: number; height: number } {
+  const { width, height, orientation } = metadata;
+  if (!width || !height) {
+    throw new ImageDecodeError('undecodable_image', 'The image header has no dimensions.');
+  }
+  return orientation !== undefined && orientation >= 5 ? { width: height, height: width } : { width, height };
+}

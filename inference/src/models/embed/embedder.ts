@@ -1,0 +1,54 @@
+import type { DecodedImage } from '../../image/decode.ts';
+import type { InferenceSession, Runtime } from '../../runtime/runtime.ts';
+import type { TaskModel } from '../task-model.ts';
+import { MOBILENET_V2_INPUT_SIZE, MOBILENET_V2_NODES, MOBILENET_V2_SOURCE, toMobileNetV2Input } from './mobilenet-v2.ts';
+import { averagePool, l2Normalize } from './vector.ts';
+
+/** Channels of the last bottleneck; within Vectorize's 1536. */
+export const EMBED_DIM = 448;
+/** Names the network, the node, the pooling and the preprocessing: change it when any changes. */
+export const EMBED_MODEL_ID = `mobilenet_v2_1.4_224-nsfwjs4-bottleneck_avg${EMBED_DIM}-v1`;
+
+export type EmbedResult = {
+  readonly model: string;
+  readonly dim: number;
+  /** Unit length (L2): cosine similarity is the dot product. */
+  readonly vector: number[];
+};
+
+/**
+ * Whole-image embedding: the output of MobileNetV2's last bottleneck block
+ * (448 channels, 7x7, before the 1x1 expansion to 1792) averaged over the 7x7
+ * positions and L2-normalised. It needs no reduction to fit 1536 dimensions
+ * and matched copies to originals better than the reduced 1792-d average pool
+ * did; the measurement is in README.md (scripts/measure-embedding.ts).
+ */
+export class Embedder implements TaskModel {
+  readonly task = 'embed';
+  readonly modelId = EMBED_MODEL_ID;
+  readonly #session: InferenceSession;
+
+  constructor(session: InferenceSession) {
+    this.#session = session;
+  }
+
+  async predict(image: DecodedImage): Promise<EmbedResult> {
+    const input = await toMobileNetV2Input(image.pixels, 'fill');
+    const outputs = await this.#session.run(input, [MOBILENET_V2_NODES.lastBottleneck]);
+    const vector = l2Normalize(averagePool(outputs.get(MOBILENET_V2_NODES.lastBottleneck)!));
+    if (vector.length !== EMBED_DIM) throw new Error(`embedding has ${vector.length} dimensions, expected ${EMBED_DIM}`);
+    return { model: this.modelId, dim: vector.length, vector: Array.from(vector) };
+  }
+}
+
+export async function loadEmbedder(runtime: Runtime): Promise<Embedder> {
+  const embedder = new Embedder(await runtime.load(MOBILENET_V2_SOURCE));
+  // The first run initialises every kernel; pay for that before serving.
+  await embedder.predict(blankImage(MOBILENET_V2_INPUT_SIZE));
+  return embedder;
+}
+
+function blankImage(size: number): DecodedImage {
+  const data = Buffer.alloc(size * size * 3, 0x80);
+  return { width: size, height: size, format: 'png', pixels: { data, width: size, height: size } };
+}

@@ -1,0 +1,135 @@
+/**
+ * The inference HTTP service: GET /health and POST /predict.
+ *
+ *   INFERENCE_PORT=8788 INFERENCE_HOST=127.0.0.1 node inference/src/server.ts
+ *
+ * The port is bound at once and models load behind it; /health answers 503
+ * until they are ready. Port 0 picks a free port; the "listening on" line on
+ * stdout names it.
+ */
+import http from 'node:http';
+import { ApiError } from './errors.ts';
+import { ImageDecodeError } from './image/decode.ts';
+import { loadModels, type ModelRegistry } from './models/registry.ts';
+import { isTask, TASKS, type Task } from './models/task-model.ts';
+import { predict } from './predict.ts';
+import { createTfjsWasmRuntime } from './runtime/tfjs-wasm.ts';
+import { SerialQueue } from './serial-queue.ts';
+
+const MAX_BODY_BYTES = 50 * 1024 * 1024;
+
+const port = Number(process.env.INFERENCE_PORT ?? 8788);
+const host = process.env.INFERENCE_HOST ?? '127.0.0.1';
+
+let models: ModelRegistry | undefined;
+const inferenceQueue = new SerialQueue();
+
+const server = http.createServer((request, response) => {
+  handle(request, response).catch((error: unknown) => sendError(response, error));
+});
+server.listen(port, host, () => {
+  const address = server.address();
+  const boundPort = typeof address === 'object' && address ? address.port : port;
+  console.log(`inference: listening on http://${host}:${boundPort}`);
+});
+
+try {
+  const runtime = await createTfjsWasmRuntime();
+  const started = performance.now();
+  models = await loadModels(runtime);
+  const loaded = [...models.values()].map((model) => `${model.task}=${model.modelId}`).join(', ');
+  console.log(`inference: ${runtime.description}; loaded ${loaded} in ${Math.round(performance.now() - started)} ms`);
+} catch (error) {
+  console.error('inference: model loading failed', error);
+  process.exit(1);
+}
+
+async function handle(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
+  const pathname = (request.url ?? '/').split('?')[0];
+  if (pathname === '/health') {
+    requireMethod(request, response, 'GET');
+    sendJson(response, models ? 200 : 503, { status: models ? 'ok' : 'loading' });
+    return;
+  }
+  if (pathname === '/predict') {
+    requireMethod(request, response, 'POST');
+    if (!models) throw new ApiError(503, 'loading', 'Models are still loading; retry shortly.');
+    const form = await readMultipart(request);
+    const tasks = parseTasks(form.get('tasks'));
+    const image = form.get('image');
+    if (!(image instanceof File)) throw new ApiError(400, 'missing_image', 'The form field "image" must be a file.');
+    const bytes = new Uint8Array(await image.arrayBuffer());
+    sendJson(response, 200, await predict(bytes, tasks, models, inferenceQueue));
+    return;
+  }
+  throw new ApiError(404, 'not_found', `No route for ${pathname}.`);
+}
+
+function requireMethod(request: http.IncomingMessage, response: http.ServerResponse, method: 'GET' | 'POST'): void {
+  if (request.method !== method) {
+    response.setHeader('allow', method);
+    throw new ApiError(405, 'method_not_allowed', `Use ${method}; got ${request.method}.`);
+  }
+}
+
+/** Reads the whole body (at most MAX_BODY_BYTES) and parses it as multipart/form-data. */
+async function readMultipart(request: http.IncomingMessage): Promise<FormData> {
+  const contentType = request.headers['content-type'] ?? '';
+  if (!/^multipart\/form-data\s*;/i.test(contentType)) {
+    throw new ApiError(400, 'bad_request', 'The body must be multipart/form-data.');
+  }
+  const tooLarge = () => new ApiError(413, 'payload_too_large', `The body exceeds ${MAX_BODY_BYTES} bytes.`);
+  if (Number(request.headers['content-length']) > MAX_BODY_BYTES) throw tooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw tooLarge();
+    chunks.push(chunk);
+  }
+  try {
+    return await new Request('http://inference/predict', {
+      method: 'POST',
+      headers: { 'content-type': contentType },
+      body: Buffer.concat(chunks),
+      duplex: 'half',
+    }).formData();
+  } catch {
+    throw new ApiError(400, 'bad_request', 'The multipart body could not be parsed.');
+  }
+}
+
+/** "embed" or "embed,detect": known task names, duplicates dropped, order kept. */
+function parseTasks(field: unknown): Task[] {
+  const names = typeof field === 'string' ? field.split(',').map((name) => name.trim()).filter(Boolean) : [];
+  if (names.length === 0) {
+    throw new ApiError(400, 'missing_tasks', `The form field "tasks" must list tasks out of: ${TASKS.join(', ')}.`);
+  }
+  const unknown = names.filter((name) => !isTask(name));
+  if (unknown.length > 0) {
+    throw new ApiError(400, 'unknown_task', `Unknown task(s): ${unknown.join(', ')}; known: ${TASKS.join(', ')}.`);
+  }
+  return [...new Set(names as Task[])];
+}
+
+function sendError(response: http.ServerResponse, error: unknown): void {
+  let status = 500;
+  let code = 'internal_error';
+  let message = 'Internal error.';
+  if (error instanceof ApiError) {
+    ({ status, code, message } = error);
+  } else if (error instanceof ImageDecodeError) {
+    ({ code, message } = error);
+    status = 422;
+  } else {
+    console.error('inference: request failed', error);
+  }
+  if (response.headersSent || response.destroyed) return;
+  sendJson(response, status, { error: { code, message } });
+}
+
+function sendJson(response: http.ServerResponse, status: number, body: object): void {
+  const json = JSON.stringify(body);
+  response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) });
+  response.end(json);
+}
