@@ -17,6 +17,8 @@ export default defineConfig({
         bindings: {
           TEST_MIGRATIONS: migrations,
           ADMIN_TOKEN: 'test-admin-token',
+          // Short enough for a test to watch a download time out.
+          IMAGE_DOWNLOAD_TIMEOUT_MS: '5000',
           INFERENCE_URL: inject<string>('inferenceUrl'),
           FIXTURES_URL: inject<string>('fixturesUrl'),
         },

@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import type { AppEnv } from './env';
 import { notFound, onError, requestId } from './http/middleware';
 import { adminRoutes } from './routes/admin';
-import { insertRoutes } from './routes/insert';
+import { dataRoutes } from './routes/data';
 import { searchRoutes } from './routes/search';
 
 export const app = new Hono<AppEnv>();
@@ -12,5 +12,5 @@ app.onError(onError);
 app.notFound(notFound);
 
 app.route('/admin', adminRoutes);
-app.route('/', insertRoutes);
+app.route('/', dataRoutes);
 app.route('/', searchRoutes);

@@ -14,6 +14,8 @@ export interface Env {
   INFERENCE_URL: string;
   /** Which vector index adapter to use; only `local` exists so far. */
   VECTOR_INDEX: string;
+  /** Total time allowed to download an inserted image, in milliseconds. */
+  IMAGE_DOWNLOAD_TIMEOUT_MS: string;
   /** Bearer token of the admin API (a secret in production). */
   ADMIN_TOKEN: string;
 }

@@ -10,7 +10,8 @@ import { getPendingItem, settleItem, type PendingItem } from '../storage/transac
 import { DownloadError, downloadImage } from './download';
 import type { InsertMessage } from './message';
 
-const DOWNLOAD = { timeoutMs: 20_000, maxBytes: 50 * 1024 * 1024 };
+/** Bytes an inserted image may have: a 40 MP image compresses well below this. */
+export const MAX_IMAGE_BYTES = 50 * 1024 * 1024;
 /** Must match `max_retries` + 1 of the consumer in wrangler.toml: the last delivery settles the item as failed. */
 const MAX_ATTEMPTS = 5;
 const SYSTEM_ERROR: DataError = { code: 500, message: GENERAL.systemError };
@@ -28,7 +29,7 @@ class ItemRejected extends Error {
 async function ingest(env: Env, item: PendingItem): Promise<void> {
   let bytes: Uint8Array;
   try {
-    bytes = await downloadImage(item.imUrl, DOWNLOAD);
+    bytes = await downloadImage(item.imUrl, { timeoutMs: Number(env.IMAGE_DOWNLOAD_TIMEOUT_MS), maxBytes: MAX_IMAGE_BYTES });
   } catch (error) {
     if (error instanceof DownloadError) throw new ItemRejected(DATA_ERRORS.downloadFailed);
     throw error;

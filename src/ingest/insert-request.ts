@@ -2,6 +2,7 @@ import { dataErrorEntry, type DataErrorEntry } from '../http/envelope';
 import { DATA_ERRORS, lengthExceeded, wrongDataType, type DataError } from '../http/messages';
 import type { RequestParams } from '../http/params';
 import type { SchemaField } from '../storage/apps';
+import type { ImageMetadata } from '../storage/images';
 import type { InsertItem } from '../storage/transactions';
 
 /** Spec 2.1 and 8. */
@@ -44,10 +45,21 @@ function validateImage(fields: Map<string, string>, schema: Map<string, SchemaFi
   for (const [name, value] of fields) {
     if (value.length > INSERT_LIMITS.maxValueLength) return lengthExceeded(name);
     const type = schema.get(name)?.type;
-    if (type === 'int' && !INTEGER.test(value.trim())) return wrongDataType(name, type);
+    if (type === 'int' && !(INTEGER.test(value.trim()) && Number.isSafeInteger(Number(value)))) return wrongDataType(name, type);
     if (type === 'float' && (value.trim() === '' || !Number.isFinite(Number(value)))) return wrongDataType(name, type);
   }
   return null;
+}
+
+/** The metadata the schema knows, typed by it; fields outside the schema are ignored (spec 4.8). */
+function typedMetadata(fields: Map<string, string>, schema: Map<string, SchemaField>): ImageMetadata {
+  const metadata: ImageMetadata = {};
+  for (const [name, value] of fields) {
+    const type = schema.get(name)?.type;
+    if (type === 'int' || type === 'float') metadata[name] = Number(value);
+    else if (type === 'string' || type === 'text') metadata[name] = value;
+  }
+  return metadata;
 }
 
 /** Reads and checks an `/insert` call: good images are accepted, each bad one gets its own error entry (spec 7.2). */
@@ -63,8 +75,7 @@ export function parseInsert(params: RequestParams, schema: SchemaField[]): Parse
       rejected.push(dataErrorEntry(error, { index, im_name: fields.get('im_name') }));
       continue;
     }
-    const { im_name: imName = '', im_url: imUrl = '', ...rest } = Object.fromEntries(fields);
-    accepted.push({ index, imName, imUrl, metadata: rest });
+    accepted.push({ index, imName: fields.get('im_name')!, imUrl: fields.get('im_url')!, metadata: typedMetadata(fields, fieldsByName) });
   }
   return { kind: 'images', accepted, rejected };
 }

@@ -4,7 +4,7 @@ import { requireAdmin } from '../auth/admin';
 import type { AppEnv } from '../env';
 import { invalidParameter, ApiError } from '../http/envelope';
 import { endpoint } from '../http/middleware';
-import { createApp, FIELD_TYPES, getApp, getSchema, replaceSchema } from '../storage/apps';
+import { createApp, FIELD_TYPES, getApp, getSchema, replaceSchema, setLimits, type AppRecord } from '../storage/apps';
 
 /** Field names as `/insert` parameters can carry them: no brackets, and not the two reserved keys. */
 const FIELD_NAME = /^[A-Za-z0-9_\-.:]{1,64}$/;
@@ -24,6 +24,18 @@ const schemaBody = z.object({
     )
     .max(30)
     .refine((fields) => new Set(fields.map((field) => field.name)).size === fields.length, 'field names must be unique'),
+});
+
+const limit = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable().optional();
+const limitsBody = z.object({ image_limit: limit, pending_limit: limit });
+
+const describe = (app: AppRecord) => ({
+  app_id: app.id,
+  name: app.name,
+  access_key: app.accessKey,
+  created_at: app.createdAt,
+  image_limit: app.limits.imageLimit,
+  pending_limit: app.limits.pendingLimit,
 });
 
 async function readJson<T>(c: Context<AppEnv>, schema: z.ZodType<T>): Promise<T> {
@@ -48,16 +60,27 @@ adminRoutes.post('/apps', async (c) => {
   return c.json({ status: 'OK', ...(await createApp(c.env.DB, name)), name }, 201);
 });
 
-adminRoutes.get('/apps/:app_id', async (c) => {
-  const app = await getApp(c.env.DB, c.req.param('app_id'));
+async function appOrNotFound(db: D1Database, appId: string): Promise<AppRecord> {
+  const app = await getApp(db, appId);
   if (!app) throw new ApiError(404, 'App not found.');
-  const fields = await getSchema(c.env.DB, app.id);
-  return c.json({ status: 'OK', app_id: app.id, name: app.name, access_key: app.accessKey, created_at: app.createdAt, schema: { fields } });
+  return app;
+}
+
+adminRoutes.get('/apps/:app_id', async (c) => {
+  const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
+  return c.json({ status: 'OK', ...describe(app), schema: { fields: await getSchema(c.env.DB, app.id) } });
+});
+
+/** Operator limits: `image_limit` (collection size) and `pending_limit` (images waiting to be processed); null lifts one. */
+adminRoutes.patch('/apps/:app_id', async (c) => {
+  const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
+  const body = await readJson(c, limitsBody);
+  await setLimits(c.env.DB, app.id, { imageLimit: body.image_limit, pendingLimit: body.pending_limit });
+  return c.json({ status: 'OK', ...describe(await appOrNotFound(c.env.DB, app.id)) });
 });
 
 adminRoutes.put('/apps/:app_id/schema', async (c) => {
-  const app = await getApp(c.env.DB, c.req.param('app_id'));
-  if (!app) throw new ApiError(404, 'App not found.');
+  const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
   const { fields } = await readJson(c, schemaBody);
   await replaceSchema(c.env.DB, app.id, fields);
   return c.json({ status: 'OK', app_id: app.id, schema: { fields } });

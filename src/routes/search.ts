@@ -7,6 +7,8 @@ import { endpoint } from '../http/middleware';
 import { IMAGE_INDEX, vectorIndex } from '../ports/vector-index';
 import { readPaging } from '../search/paging';
 import { searchSimilar } from '../search/similar';
+import { requestedFields } from '../search/value-map';
+import { getSchema } from '../storage/apps';
 import { findImageByName } from '../storage/images';
 import { isImagePending } from '../storage/transactions';
 
@@ -18,6 +20,7 @@ searchRoutes.get('/search', endpoint('search', 'search'), authenticate({ allowAp
   const imName = params.required('im_name', new ApiError(400, SEARCH_ERRORS.imageNotFound));
   const paging = readPaging(params);
   const withScore = params.boolean('score', false);
+  const fields = requestedFields(params, await getSchema(c.env.DB, app.id));
 
   const image = await findImageByName(c.env.DB, app.id, imName);
   const stillProcessing = new ApiError(404, SEARCH_ERRORS.stillProcessing);
@@ -28,7 +31,7 @@ searchRoutes.get('/search', endpoint('search', 'search'), authenticate({ allowAp
   const [stored] = await vectorIndex(c.env, IMAGE_INDEX).getByIds([String(image.id)]);
   if (!stored) throw stillProcessing;
 
-  const page = await searchSimilar(c.env, { appId: app.id, vector: stored.values, paging, withScore, excludeIds: [image.id] });
+  const page = await searchSimilar(c.env, { appId: app.id, vector: stored.values, paging, withScore, fields, excludeIds: [image.id] });
   return c.json({
     status: 'OK',
     method: 'search',

@@ -3,8 +3,9 @@ import { IMAGE_INDEX, vectorIndex } from '../ports/vector-index';
 import { VECTORIZE_LIMITS } from '../ports/vector-index/limits';
 import { getImagesByIds } from '../storage/images';
 import { MAX_RESULTS, type Paging } from './paging';
+import { toValueMap } from './value-map';
 
-export type ResultItem = { im_name: string; score?: number };
+export type ResultItem = { im_name: string; score?: number; value_map?: Record<string, string> };
 export type SearchPage = { total: number; result: ResultItem[] };
 
 export type SimilarQuery = {
@@ -12,6 +13,8 @@ export type SimilarQuery = {
   vector: number[];
   paging: Paging;
   withScore: boolean;
+  /** Metadata fields to return in `value_map`; null for none. */
+  fields: string[] | null;
   /** Image ids never returned, e.g. the query image itself. */
   excludeIds?: number[];
 };
@@ -35,9 +38,13 @@ export async function searchSimilar(env: Env, query: SimilarQuery): Promise<Sear
   const ranked = candidates.filter((match) => images.has(match.id)).slice(0, MAX_RESULTS);
 
   const start = (query.paging.page - 1) * query.paging.limit;
-  const result = ranked.slice(start, start + query.paging.limit).map((match) => ({
-    im_name: images.get(match.id)!.im_name,
-    ...(query.withScore ? { score: match.score } : {}),
-  }));
+  const result = ranked.slice(start, start + query.paging.limit).map((match): ResultItem => {
+    const image = images.get(match.id)!;
+    return {
+      im_name: image.im_name,
+      ...(query.withScore ? { score: match.score } : {}),
+      ...(query.fields ? { value_map: toValueMap(image.metadata, query.fields) } : {}),
+    };
+  });
   return { total: ranked.length, result };
 }

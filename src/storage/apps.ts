@@ -5,16 +5,27 @@ export const FIELD_TYPES = ['string', 'int', 'float', 'text'] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
 export type SchemaField = { name: string; type: FieldType; searchable: boolean };
 
-export type AppRecord = { id: string; name: string; accessKey: string; createdAt: string };
+/** Operator limits of an application; null means unlimited. */
+export type AppLimits = { imageLimit: number | null; pendingLimit: number | null };
+export type AppRecord = { id: string; name: string; accessKey: string; createdAt: string; limits: AppLimits };
 export type AppCredentials = { app_id: string; access_key: string; secret_key: string; app_key: string };
 
-type AppRow = { id: string; name: string; access_key: string; secret_key_hash: string; created_at: string };
+type AppRow = {
+  id: string;
+  name: string;
+  access_key: string;
+  secret_key_hash: string;
+  created_at: string;
+  image_limit: number | null;
+  pending_limit: number | null;
+};
 
 const toRecord = (row: AppRow): AppRecord => ({
   id: row.id,
   name: row.name,
   accessKey: row.access_key,
   createdAt: row.created_at,
+  limits: { imageLimit: row.image_limit, pendingLimit: row.pending_limit },
 });
 
 /** Creates an application; its secret key and app key are returned once and kept only as digests. */
@@ -61,6 +72,16 @@ export async function findAppByAppKey(db: D1Database, appKey: string): Promise<A
     .bind(await hashKey(appKey))
     .first<AppRow>();
   return row ? toRecord(row) : null;
+}
+
+export async function setLimits(db: D1Database, appId: string, limits: Partial<AppLimits>): Promise<void> {
+  const columns = { image_limit: limits.imageLimit, pending_limit: limits.pendingLimit };
+  const changes = Object.entries(columns).filter(([, value]) => value !== undefined);
+  if (changes.length === 0) return;
+  await db
+    .prepare(`UPDATE apps SET ${changes.map(([column]) => `${column} = ?`).join(', ')} WHERE id = ?`)
+    .bind(...changes.map(([, value]) => value), appId)
+    .run();
 }
 
 export async function getSchema(db: D1Database, appId: string): Promise<SchemaField[]> {

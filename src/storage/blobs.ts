@@ -4,3 +4,7 @@ export const imageBlobKey = (appId: string, imName: string): string => `${appId}
 export async function putImageBlob(bucket: R2Bucket, key: string, bytes: Uint8Array, format: string): Promise<void> {
   await bucket.put(key, bytes, { httpMetadata: { contentType: `image/${format}` } });
 }
+
+export async function deleteBlobs(bucket: R2Bucket, keys: string[]): Promise<void> {
+  if (keys.length > 0) await bucket.delete(keys);
+}

@@ -1,6 +1,7 @@
 import { formatTimestamp } from '../time';
 
-export type ImageMetadata = Record<string, string>;
+/** Metadata as the schema types it: numbers for int and float fields, strings for string and text fields. */
+export type ImageMetadata = Record<string, string | number>;
 
 export type ImageRow = {
   id: number;
@@ -59,4 +60,16 @@ export async function getImagesByIds(db: D1Database, appId: string, ids: number[
     .bind(appId, JSON.stringify(ids))
     .all<StoredImageRow>();
   return new Map(results.map((row) => [row.id, parse(row)]));
+}
+
+export type RemovedImage = { id: number; im_name: string; blob_key: string };
+
+/** Deletes the named images from D1, which hides them from every search at once; returns what was deleted. */
+export async function deleteImagesByName(db: D1Database, appId: string, names: string[]): Promise<RemovedImage[]> {
+  if (names.length === 0) return [];
+  const { results } = await db
+    .prepare('DELETE FROM images WHERE app_id = ? AND im_name IN (SELECT value FROM json_each(?)) RETURNING id, im_name, blob_key')
+    .bind(appId, JSON.stringify(names))
+    .all<RemovedImage>();
+  return results;
 }

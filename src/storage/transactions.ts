@@ -44,6 +44,14 @@ export async function createTransaction(db: D1Database, appId: string, items: In
   }
 }
 
+/** Takes back a transaction whose queue messages could not be sent, so nothing half-accepted remains. */
+export async function deleteTransaction(db: D1Database, transId: number): Promise<void> {
+  await db.batch([
+    db.prepare('DELETE FROM insert_items WHERE trans_id = ?').bind(transId),
+    db.prepare('DELETE FROM insert_transactions WHERE id = ?').bind(transId),
+  ]);
+}
+
 /** The item if it still waits to be processed; null once it is done or failed (a redelivered message). */
 export async function getPendingItem(db: D1Database, transId: number, index: number): Promise<PendingItem | null> {
   const row = await db

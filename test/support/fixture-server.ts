@@ -1,22 +1,30 @@
 import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import sharp from 'sharp';
 
 /** The shared test images (never copied into the project). */
 export const IMAGES_DIR = path.resolve(import.meta.dirname, '../../../shared/data/images');
 
 /**
- * Serves the shared test images to the Worker as `im_url`s:
+ * Serves the shared test images, and ways for a download to go wrong, to the Worker as `im_url`s:
  * - `/images/<file>`: the file as it is;
  * - `/near-copy/<file>`: a near-duplicate (cropped to 85%, mirrored, re-encoded as JPEG at quality 70);
  * - `/slow/<file>`: the file, after a delay of two seconds;
- * - `/status/<code>`: an empty answer with that status;
- * - anything else: 404.
+ * - `/truncated/<file>`: the first half of the file;
+ * - `/png-header/<width>x<height>`: a PNG whose header declares that size and whose pixels are missing;
+ * - `/endless`: zeros, streamed without a length, until the client stops reading;
+ * - `/hang`: headers never come;
+ * - `/status/<code>`: an empty answer with that status.
+ * Any path may carry a further segment, which is ignored, so a URL can end in a lying extension.
  */
 export function startFixtureServer(port: number): Promise<http.Server> {
   const server = http.createServer((request, response) => {
-    void respond(request.url ?? '/')
+    const [, kind = '', name = ''] = (request.url ?? '/').split('?')[0]!.split('/');
+    if (kind === 'hang') return; // the client's timeout ends it
+    if (kind === 'endless') return streamZeros(response);
+    void respond(kind, decodeURIComponent(name))
       .then(({ status, type, body }) => {
         response.writeHead(status, { 'content-type': type, 'content-length': body.byteLength });
         response.end(body);
@@ -30,19 +38,71 @@ export function startFixtureServer(port: number): Promise<http.Server> {
 
 type Answer = { status: number; type: string; body: Buffer };
 
-async function respond(url: string): Promise<Answer> {
-  const [, kind, name = ''] = url.split('/');
-  if (kind === 'status') return { status: Number(name) || 500, type: 'text/plain', body: Buffer.alloc(0) };
-  const file = path.join(IMAGES_DIR, path.basename(decodeURIComponent(name)));
-  const original = await readFile(file);
-  if (kind === 'slow') await new Promise((resolve) => setTimeout(resolve, 2000));
-  if (kind === 'images' || kind === 'slow') return { status: 200, type: 'application/octet-stream', body: original };
-  if (kind === 'near-copy') return { status: 200, type: 'image/jpeg', body: await nearCopy(original) };
-  throw new Error('unknown fixture');
+const ok = (body: Buffer, type = 'application/octet-stream'): Answer => ({ status: 200, type, body });
+const readImage = (name: string): Promise<Buffer> => readFile(path.join(IMAGES_DIR, path.basename(name)));
+
+async function respond(kind: string, name: string): Promise<Answer> {
+  switch (kind) {
+    case 'status':
+      return { status: Number(name) || 500, type: 'text/plain', body: Buffer.alloc(0) };
+    case 'images':
+      return ok(await readImage(name));
+    case 'slow':
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      return ok(await readImage(name));
+    case 'truncated': {
+      const original = await readImage(name);
+      return ok(original.subarray(0, original.byteLength >> 1));
+    }
+    case 'near-copy':
+      return ok(await nearCopy(await readImage(name)), 'image/jpeg');
+    case 'png-header': {
+      const [width = 0, height = 0] = name.split('x').map(Number);
+      return ok(pngHeader(width, height), 'image/png');
+    }
+    default:
+      throw new Error(`unknown fixture ${kind}`);
+  }
 }
 
 async function nearCopy(original: Buffer): Promise<Buffer> {
   const { width = 0, height = 0 } = await sharp(original).metadata();
   const crop = { left: Math.round(width * 0.08), top: Math.round(height * 0.05), width: Math.round(width * 0.85), height: Math.round(height * 0.85) };
   return sharp(original).flatten({ background: '#ffffff' }).extract(crop).flop().jpeg({ quality: 70 }).toBuffer();
+}
+
+/** A decompression bomb's shape: a valid signature and IHDR declaring any size, then no pixel data at all. */
+function pngHeader(width: number, height: number): Buffer {
+  const chunk = (type: string, data: Buffer): Buffer => {
+    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.byteLength);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(zlib.crc32(body));
+    return Buffer.concat([length, body, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IEND', Buffer.alloc(0))]);
+}
+
+/** 64 KiB of zeros at a time, until the client hangs up or 200 MB have gone. */
+function streamZeros(response: http.ServerResponse): void {
+  response.writeHead(200, { 'content-type': 'application/octet-stream' });
+  const chunk = Buffer.alloc(64 * 1024);
+  let sent = 0;
+  const pump = (): void => {
+    while (sent < 200 * 1024 * 1024) {
+      sent += chunk.byteLength;
+      if (!response.write(chunk)) {
+        response.once('drain', pump);
+        return;
+      }
+    }
+    response.end();
+  };
+  response.on('close', () => response.removeAllListeners('drain'));
+  pump();
 }

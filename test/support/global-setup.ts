@@ -18,6 +18,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('fixturesUrl', `http://127.0.0.1:${fixturesPort}`);
   return async () => {
     inference.kill();
+    fixtures.closeAllConnections();
     await new Promise((resolve) => fixtures.close(resolve));
   };
 }

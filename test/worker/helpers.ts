@@ -69,3 +69,20 @@ export async function insertAndWait(credentials: Credentials, images: Record<str
   expect(body.status, JSON.stringify(body)).toBe('OK');
   return waitForTransaction(credentials, body.trans_id);
 }
+
+export type SearchBody = {
+  status: string;
+  method: string;
+  error: unknown[];
+  page: number;
+  limit: number;
+  total: number;
+  result: { im_name: string; score?: number; value_map?: Record<string, string> }[];
+  reqid: string;
+};
+
+/** `GET /search` with Basic auth. */
+export const search = async (app: Credentials, query: string): Promise<{ status: number; body: SearchBody }> => {
+  const response = await call(`/search?${query}`, { headers: basicAuth(app) });
+  return { status: response.status, body: await response.json<SearchBody>() };
+};

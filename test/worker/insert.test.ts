@@ -1,88 +1,150 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { basicAuth, call, createApp, fixtureUrl, insert, waitForTransaction } from './helpers';
+import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, search, waitForTransaction } from './helpers';
 
 type InsertBody = { status: string; method: string; trans_id?: number; total: number; error: Record<string, unknown>[] };
 
-describe('POST /insert validation', () => {
-  it('accepts the good images of a call and reports each bad one (warning)', async () => {
-    const app = await createApp('shop', [{ name: 'price', type: 'float' }]);
-    const response = await insert(app, [
-      { im_name: 'good', im_url: fixtureUrl('/images/animals_birds_hen.png'), price: '9.5' },
-      { im_name: 'bad name!', im_url: fixtureUrl('/images/x.png') },
-      { im_name: 'no-url' },
-      { im_name: 'x'.repeat(129), im_url: fixtureUrl('/images/x.png') },
-      { im_name: 'long-value', im_url: fixtureUrl('/images/x.png'), note: 'y'.repeat(5001) },
-      { im_name: 'wrong-type', im_url: fixtureUrl('/images/x.png'), price: 'cheap' },
-      { im_name: 'many-keys', im_url: fixtureUrl('/images/x.png'), ...Object.fromEntries(Array.from({ length: 31 }, (_, i) => [`f${i}`, 'v'])) },
-    ]);
+const HEN = fixtureUrl('/images/animals_birds_hen.png');
+const FAILING = fixtureUrl('/status/404');
+const fields = (count: number): Record<string, string> => Object.fromEntries(Array.from({ length: count }, (_, i) => [`f${i}`, 'v']));
+
+describe('POST /insert validation (spec 7.2)', () => {
+  const schema = [
+    { name: 'price', type: 'float' as const },
+    { name: 'stock', type: 'int' as const },
+  ];
+
+  it.each([
+    ['im_name with a space', { im_name: 'bad name', im_url: HEN }, 107, 'Invalid im_name.'],
+    ['im_name with a slash', { im_name: 'a/b', im_url: HEN }, 107, 'Invalid im_name.'],
+    ['empty im_name', { im_name: '', im_url: HEN }, 107, 'Invalid im_name.'],
+    ['missing im_name', { im_url: HEN }, 107, 'Invalid im_name.'],
+    ['missing im_url', { im_name: 'a' }, 108, 'Missing im_url.'],
+    ['empty im_url', { im_name: 'a', im_url: '' }, 108, 'Missing im_url.'],
+    ['im_name over 128', { im_name: 'n'.repeat(129), im_url: HEN }, 106, 'im_name exceeds length limit.'],
+    ['a value over 5000', { im_name: 'a', im_url: HEN, note: 'y'.repeat(5001) }, 106, 'note exceeds length limit.'],
+    ['an im_url over 5000', { im_name: 'a', im_url: `${HEN}?${'q'.repeat(5000)}` }, 106, 'im_url exceeds length limit.'],
+    ['33 keys', { im_name: 'a', im_url: HEN, ...fields(31) }, 105, 'Number of parameters for image exceeds maximum limit of 32.'],
+    ['a float field with text', { im_name: 'a', im_url: HEN, price: 'cheap' }, 109, 'price should be of data type float.'],
+    ['an int field with a fraction', { im_name: 'a', im_url: HEN, stock: '1.5' }, 109, 'stock should be of data type int.'],
+    ['an int field past 2^53', { im_name: 'a', im_url: HEN, stock: '9007199254740993' }, 109, 'stock should be of data type int.'],
+  ])('rejects %s', async (_, image, code, message) => {
+    const app = await createApp('shop', schema);
+    const response = await insert(app, [{ im_name: 'ok', im_url: FAILING }, image]);
     expect(response.status).toBe(200);
     const body = await response.json<InsertBody>();
     expect(body).toMatchObject({ status: 'warning', method: 'insert', total: 1 });
-    expect(body.error).toEqual([
-      { index: 1, im_name: 'bad name!', error_code: 107, error_message: 'Invalid im_name.' },
-      { index: 2, im_name: 'no-url', error_code: 108, error_message: 'Missing im_url.' },
-      { index: 3, im_name: 'x'.repeat(129), error_code: 106, error_message: 'im_name exceeds length limit.' },
-      { index: 4, im_name: 'long-value', error_code: 106, error_message: 'note exceeds length limit.' },
-      { index: 5, im_name: 'wrong-type', error_code: 109, error_message: 'price should be of data type float.' },
-      { index: 6, im_name: 'many-keys', error_code: 105, error_message: 'Number of parameters for image exceeds maximum limit of 32.' },
-    ]);
+    expect(body.error).toEqual([{ index: 1, ...('im_name' in image ? { im_name: image.im_name } : {}), error_code: code, error_message: message }]);
   });
 
-  it('fails a call with nothing valid (104) and a call over 100 images (103), keeping nothing', async () => {
-    const app = await createApp();
-    const nothing = await insert(app, [{ im_name: 'no-url' }]);
-    expect(nothing.status).toBe(400);
-    const nothingBody = await nothing.json<InsertBody>();
-    expect(nothingBody).toMatchObject({ status: 'fail', method: 'insert', total: 0 });
-    expect(nothingBody.error.at(-1)).toEqual({ error_code: 104, error_message: 'No image inserted.' });
+  it.each([
+    ['every allowed im_name character', { im_name: 'Az09-_.:x', im_url: FAILING }],
+    ['an im_name of 128', { im_name: 'n'.repeat(128), im_url: FAILING }],
+    ['a value of 5000', { im_name: 'a', im_url: FAILING, note: 'y'.repeat(5000) }],
+    ['32 keys', { im_name: 'a', im_url: FAILING, ...fields(30) }],
+    ['typed numbers', { im_name: 'a', im_url: FAILING, price: '-1.5e2', stock: '+42' }],
+  ])('accepts %s', async (_, image) => {
+    const app = await createApp('shop', schema);
+    const body = await (await insert(app, [image])).json<InsertBody>();
+    expect(body).toMatchObject({ status: 'OK', total: 1, error: [] });
+  });
 
-    const tooMany = await insert(app, Array.from({ length: 101 }, (_, i) => ({ im_name: `n${i}`, im_url: fixtureUrl('/images/a.png') })));
+  it('accepts exactly 100 images and refuses 101 (103), keeping nothing of the refused call', async () => {
+    const app = await createApp();
+    const images = (count: number) => Array.from({ length: count }, (_, i) => ({ im_name: `n${i}`, im_url: FAILING }));
+    expect(await (await insert(app, images(100))).json()).toMatchObject({ status: 'OK', total: 100 });
+    const tooMany = await insert(app, images(101));
     expect(tooMany.status).toBe(400);
-    expect(await tooMany.json()).toMatchObject({
+    expect(await tooMany.json()).toEqual({
       status: 'fail',
+      method: 'insert',
       error: [{ error_code: 103, error_message: 'Exceeded maximum insert batch size of 100.' }],
     });
+    const kept = await env.DB.prepare('SELECT count(*) AS n FROM insert_transactions WHERE app_id = ?').bind(app.app_id).first<{ n: number }>();
+    expect(kept?.n).toBe(1);
+  });
+
+  it('fails a call with nothing valid (104), listing each image and keeping nothing', async () => {
+    const app = await createApp();
+    for (const images of [[], [{ im_name: 'no-url' }, { im_name: '$', im_url: HEN }]] as Record<string, string>[][]) {
+      const response = await insert(app, images);
+      expect(response.status).toBe(400);
+      const body = await response.json<InsertBody>();
+      expect(body).toMatchObject({ status: 'fail', method: 'insert', total: 0 });
+      expect(body.error).toHaveLength(images.length + 1);
+      expect(body.error.at(-1)).toEqual({ error_code: 104, error_message: 'No image inserted.' });
+    }
     const kept = await env.DB.prepare('SELECT count(*) AS n FROM insert_transactions WHERE app_id = ?').bind(app.app_id).first<{ n: number }>();
     expect(kept?.n).toBe(0);
   });
 });
 
-describe('insert processing and /insert/status', () => {
-  it('settles every image: failures land in error_list with 201, 202 and 203', async () => {
+describe('insert processing: per-image errors land in error_list (201, 202, 203)', () => {
+  it.each([
+    ['an HTTP error', '/status/404', 201, 'Could not download the image from im_url.'],
+    ['a server that never answers', '/hang', 201, 'Could not download the image from im_url.'],
+    ['a body past the size cap', '/endless', 201, 'Could not download the image from im_url.'],
+    ['a closed port', 'http://127.0.0.1:9/a.jpg', 201, 'Could not download the image from im_url.'],
+    ['a non-HTTP scheme', 'file:///etc/passwd', 201, 'Could not download the image from im_url.'],
+    ['bytes that are no image', '/images/manifest.json', 202, 'Unsupported image format.'],
+    ['a truncated PNG', '/truncated/animals_birds_hen.png', 202, 'Unsupported image format.'],
+    ['an image under 100 px on both sides', '/images/food_fruit_apple_fuji.png', 203, 'Unsupported image dimension.'],
+    ['a header declaring over 40 megapixels', '/png-header/8000x5001', 203, 'Unsupported image dimension.'],
+    ['a header declaring zero pixels', '/png-header/0x0', 203, 'Unsupported image dimension.'],
+  ])('%s', async (_, source, code, message) => {
     const app = await createApp();
-    const response = await insert(app, [
-      { im_name: 'hen', im_url: fixtureUrl('/images/animals_birds_hen.png') },
-      { im_name: 'gone', im_url: fixtureUrl('/status/404') },
-      { im_name: 'not-an-image', im_url: fixtureUrl('/images/manifest.json') },
-      { im_name: 'tiny', im_url: fixtureUrl('/images/food_fruit_apple_fuji.png') },
-    ]);
-    const { trans_id } = await response.json<{ trans_id: number }>();
+    const url = source.startsWith('/') ? fixtureUrl(source) : source;
+    const { trans_id } = await (await insert(app, [{ im_name: 'x', im_url: url }])).json<{ trans_id: number }>();
     const status = await waitForTransaction(app, trans_id);
-    expect(status).toMatchObject({ processed_percent: 100, success_count: 1, fail_count: 3, total: 4 });
-    expect(status.error_list).toEqual([
-      { im_name: 'gone', error_code: 201, error_message: 'Could not download the image from im_url.' },
-      { im_name: 'not-an-image', error_code: 202, error_message: 'Unsupported image format.' },
-      { im_name: 'tiny', error_code: 203, error_message: 'Unsupported image dimension.' },
-    ]);
+    expect(status).toMatchObject({ processed_percent: 100, success_count: 0, fail_count: 1, total: 1 });
+    expect(status.error_list).toEqual([{ im_name: 'x', error_code: code, error_message: message }]);
   });
 
-  it('pages through error_list', async () => {
+  it('accepts exactly 40 megapixels by the header (and then fails only at decoding, 202)', async () => {
     const app = await createApp();
-    const response = await insert(app, Array.from({ length: 5 }, (_, i) => ({ im_name: `gone${i}`, im_url: fixtureUrl('/status/404') })));
+    const { trans_id } = await (await insert(app, [{ im_name: 'x', im_url: fixtureUrl('/png-header/8000x5000') }])).json<{ trans_id: number }>();
+    expect((await waitForTransaction(app, trans_id)).error_list[0]?.error_code).toBe(202);
+  });
+
+  it('tells the format by the bytes, not the URL', async () => {
+    const app = await createApp();
+    await insertAndWait(app, [{ im_name: 'png-named-jpg', im_url: fixtureUrl('/images/animals_birds_hen.png/photo.jpg') }]);
+    const row = await env.DB.prepare('SELECT format FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, 'png-named-jpg').first();
+    expect(row).toEqual({ format: 'png' });
+  });
+});
+
+describe('GET /insert/status', () => {
+  it('pages through error_list: pages = ceil(fail_count / error_limit)', async () => {
+    const app = await createApp();
+    const response = await insert(app, Array.from({ length: 5 }, (_, i) => ({ im_name: `gone${i}`, im_url: FAILING })));
     const { trans_id } = await response.json<{ trans_id: number }>();
     await waitForTransaction(app, trans_id);
-    const page = await call(`/insert/status/${trans_id}?error_page=3&error_limit=2`, { headers: basicAuth(app) });
-    const body = await page.json<{ result: { error_list: { im_name: string }[]; error_page: number; error_limit: number; start_time: string }[] }>();
-    expect(body.result[0]).toMatchObject({ error_page: 3, error_limit: 2, error_list: [{ im_name: 'gone4' }] });
-    expect(body.result[0]?.start_time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+0000$/);
+    type Status = { error_list: { im_name: string }[]; error_page: number; error_limit: number; fail_count: number };
+    const page = async (query: string): Promise<Status> =>
+      (await (await call(`/insert/status/${trans_id}?${query}`, { headers: basicAuth(app) })).json<{ result: Status[] }>()).result[0]!;
+
+    const names = async (query: string) => (await page(query)).error_list.map((entry) => entry.im_name);
+    expect(await names('error_page=1&error_limit=2')).toEqual(['gone0', 'gone1']);
+    expect(await names('error_page=2&error_limit=2')).toEqual(['gone2', 'gone3']);
+    expect(await names('error_page=3&error_limit=2')).toEqual(['gone4']);
+    expect(await names('error_page=4&error_limit=2')).toEqual([]);
+    expect(await page('')).toMatchObject({ error_page: 1, error_limit: 10, fail_count: 5 });
+  });
+
+  it.each(['error_page=0', 'error_page=x', 'error_limit=0', 'error_limit=101'])('rejects %s', async (query) => {
+    const app = await createApp();
+    const { trans_id } = await (await insert(app, [{ im_name: 'a', im_url: FAILING }])).json<{ trans_id: number }>();
+    const response = await call(`/insert/status/${trans_id}?${query}`, { headers: basicAuth(app) });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ status: 'fail', method: 'insert/status', error: [{ error_code: 400 }] });
   });
 
   it("answers 101 for an unknown transaction and for another application's", async () => {
     const owner = await createApp();
     const other = await createApp();
-    const { trans_id } = await (await insert(owner, [{ im_name: 'gone', im_url: fixtureUrl('/status/404') }])).json<{ trans_id: number }>();
-    for (const [app, id] of [[owner, '12345'], [owner, 'abc'], [other, String(trans_id)]] as const) {
+    const { trans_id } = await (await insert(owner, [{ im_name: 'gone', im_url: FAILING }])).json<{ trans_id: number }>();
+    for (const [app, id] of [[owner, '12345'], [owner, 'abc'], [owner, '99999999999999999999'], [other, String(trans_id)]] as const) {
       const response = await call(`/insert/status/${id}`, { headers: basicAuth(app) });
       expect(response.status).toBe(404);
       expect(await response.json()).toMatchObject({
@@ -91,5 +153,18 @@ describe('insert processing and /insert/status', () => {
         error: [{ error_code: 101, error_message: 'Transaction not found with trans_id.' }],
       });
     }
+  });
+
+  it('reaches 100 only once every image is searchable or failed', async () => {
+    const app = await createApp();
+    const { trans_id } = await (await insert(app, [
+      { im_name: 'fast', im_url: HEN },
+      { im_name: 'late', im_url: fixtureUrl('/slow/animals_birds_rooster.png') },
+    ])).json<{ trans_id: number }>();
+    const early = (await (await call(`/insert/status/${trans_id}`, { headers: basicAuth(app) })).json<{ result: { processed_percent: number }[] }>()).result[0];
+    expect(early?.processed_percent).toBeLessThan(100);
+    const done = await waitForTransaction(app, trans_id);
+    expect(done).toMatchObject({ processed_percent: 100, success_count: 2 });
+    expect((await search(app, 'im_name=late')).body.result.map((item) => item.im_name)).toEqual(['fast']);
   });
 });

@@ -1,16 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, waitForTransaction, type Credentials } from './helpers';
+import { call, createApp, fixtureUrl, insert, insertAndWait, search, waitForTransaction, type Credentials, type SearchBody } from './helpers';
 
-type SearchBody = {
-  status: string;
-  method: string;
-  error: unknown[];
-  page: number;
-  limit: number;
-  total: number;
-  result: { im_name: string; score?: number }[];
-  reqid: string;
-};
 
 /** Real photos and cut-outs from ../shared/data/images, of different kinds. */
 const ORIGINALS = [
@@ -25,11 +15,6 @@ const ORIGINALS = [
 ];
 const nameOf = (file: string): string => file.replace(/\.[a-z]+$/, '');
 const copyNameOf = (file: string): string => `${nameOf(file)}.copy`;
-
-const search = async (app: Credentials, query: string): Promise<{ status: number; body: SearchBody }> => {
-  const response = await call(`/search?${query}`, { headers: basicAuth(app) });
-  return { status: response.status, body: await response.json<SearchBody>() };
-};
 
 describe('GET /search, end to end through the queue and the real inference service', () => {
   let app: Credentials;

@@ -1,0 +1,101 @@
+import { Hono } from 'hono';
+import { authenticate } from '../auth/middleware';
+import type { AppEnv } from '../env';
+import { ApiError, dataErrorEntry } from '../http/envelope';
+import { DATA_ERRORS, GENERAL } from '../http/messages';
+import { endpoint } from '../http/middleware';
+import { parseInsert } from '../ingest/insert-request';
+import { IMAGE_INDEX, vectorIndex } from '../ports/vector-index';
+import { getSchema, type AppRecord } from '../storage/apps';
+import { deleteBlobs } from '../storage/blobs';
+import { deleteImagesByName } from '../storage/images';
+import { createTransaction, deleteTransaction, getTransactionStatus } from '../storage/transactions';
+import { collectionUsage } from '../storage/usage';
+
+/** `error_limit` when the caller gives none, and its ceiling (spec 8 leaves both open). */
+export const ERROR_PAGE_DEFAULT_LIMIT = 10;
+export const ERROR_PAGE_MAX_LIMIT = 100;
+/** Names per `/remove` call, as for `/insert`. */
+export const MAX_REMOVE_NAMES = 100;
+
+export const dataRoutes = new Hono<AppEnv>();
+
+/** The operator's limits: a full collection refuses the call; too many images still waiting means "busy". */
+async function checkLimits(db: D1Database, app: AppRecord, names: string[]): Promise<void> {
+  const { imageLimit, pendingLimit } = app.limits;
+  if (imageLimit === null && pendingLimit === null) return;
+  const usage = await collectionUsage(db, app.id, names);
+  // Pending images count as new until processed: the limit may refuse a little early, never overflow.
+  if (imageLimit !== null && usage.images + usage.pending + names.length - usage.existing > imageLimit) {
+    throw new ApiError(403, GENERAL.collectionFull);
+  }
+  if (pendingLimit !== null && usage.pending + names.length > pendingLimit) throw new ApiError(429, GENERAL.busy);
+}
+
+dataRoutes.post('/insert', endpoint('insert', 'data'), authenticate({ allowAppKey: false }), async (c) => {
+  const { app, params } = c.var;
+  const parsed = parseInsert(params, await getSchema(c.env.DB, app.id));
+  if (parsed.kind === 'too_many') throw ApiError.data(400, parsed.error);
+
+  const { accepted, rejected } = parsed;
+  if (accepted.length === 0) {
+    return c.json({ status: 'fail', method: 'insert', total: 0, result: [], error: [...rejected, dataErrorEntry(DATA_ERRORS.noImageInserted)] }, 400);
+  }
+  await checkLimits(c.env.DB, app, accepted.map((item) => item.imName));
+  const transId = await createTransaction(c.env.DB, app.id, accepted);
+  try {
+    await c.env.INSERT_QUEUE.sendBatch(accepted.map((item) => ({ body: { transId, index: item.index } })));
+  } catch (error) {
+    // Without its messages the transaction would never finish: take it back and let the client retry.
+    console.error(JSON.stringify({ event: 'insert_enqueue_failed', reqid: c.var.reqid, error: String(error) }));
+    await deleteTransaction(c.env.DB, transId);
+    throw new ApiError(503, GENERAL.busy);
+  }
+  return c.json({
+    status: rejected.length === 0 ? 'OK' : 'warning',
+    method: 'insert',
+    trans_id: transId,
+    total: accepted.length,
+    result: [],
+    error: rejected,
+  });
+});
+
+dataRoutes.get('/insert/status/:trans_id', endpoint('insert/status', 'data'), authenticate({ allowAppKey: false }), async (c) => {
+  const notFound = ApiError.data(404, DATA_ERRORS.transactionNotFound);
+  const raw = c.req.param('trans_id');
+  if (!/^\d{1,16}$/.test(raw)) throw notFound;
+  const status = await getTransactionStatus(c.env.DB, c.var.app.id, Number(raw), {
+    errorPage: c.var.params.integer('error_page', { default: 1, min: 1, max: Number.MAX_SAFE_INTEGER }),
+    errorLimit: c.var.params.integer('error_limit', { default: ERROR_PAGE_DEFAULT_LIMIT, min: 1, max: ERROR_PAGE_MAX_LIMIT }),
+  });
+  if (!status) throw notFound;
+  return c.json({ status: 'OK', method: 'insert/status', result: [status], error: [] });
+});
+
+/** Removes images: hidden from search at once (D1), then their vectors and stored bytes are deleted. */
+dataRoutes.post('/remove', endpoint('remove', 'data'), authenticate({ allowAppKey: false }), async (c) => {
+  const requested = c.var.params
+    .names()
+    .flatMap((name) => {
+      const match = /^im_name\[(\d+)\]$/.exec(name);
+      return match ? [{ index: Number(match[1]), imName: c.var.params.string(name) ?? '' }] : [];
+    })
+    .sort((a, b) => a.index - b.index);
+  if (requested.length === 0) throw new ApiError(400, 'im_name[0] is required.');
+  if (requested.length > MAX_REMOVE_NAMES) throw new ApiError(400, `At most ${MAX_REMOVE_NAMES} images can be removed per call.`);
+
+  const removed = await deleteImagesByName(c.env.DB, c.var.app.id, [...new Set(requested.map((item) => item.imName))]);
+  await vectorIndex(c.env, IMAGE_INDEX).deleteByIds(removed.map((image) => String(image.id)));
+  await deleteBlobs(c.env.BLOBS, removed.map((image) => image.blob_key));
+
+  const removedNames = new Set(removed.map((image) => image.im_name));
+  const seen = new Set<string>();
+  const error = requested.flatMap((item) => {
+    const found = removedNames.has(item.imName) && !seen.has(item.imName);
+    seen.add(item.imName);
+    return found ? [] : [dataErrorEntry(DATA_ERRORS.imageNotFound, { index: item.index, im_name: item.imName })];
+  });
+  const status = removed.length === 0 ? 'fail' : error.length > 0 ? 'warning' : 'OK';
+  return c.json({ status, method: 'remove', total: removed.length, result: [], error }, removed.length === 0 ? 404 : 200);
+});

@@ -1,0 +1,25 @@
+import type { RequestParams } from '../http/params';
+import type { SchemaField } from '../storage/apps';
+import type { ImageMetadata } from '../storage/images';
+
+/**
+ * The metadata fields a search returns in `value_map` (spec 4.8): those named by `fl`, or every fetchable one with
+ * `get_all_fl=true`. Fields outside the schema are ignored, and text fields are never fetchable. Null: no value_map.
+ */
+export function requestedFields(params: RequestParams, schema: SchemaField[]): string[] | null {
+  const fetchable = schema.filter((field) => field.type !== 'text').map((field) => field.name);
+  if (params.boolean('get_all_fl', false)) return fetchable;
+  const named = params.strings('fl').flatMap((value) => value.split(',')).map((name) => name.trim());
+  if (named.length === 0) return null;
+  return fetchable.filter((name) => named.includes(name));
+}
+
+/** Values as strings, as the spec returns them; a field the image has no value for is left out. */
+export function toValueMap(metadata: ImageMetadata, fields: string[]): Record<string, string> {
+  const map: Record<string, string> = {};
+  for (const field of fields) {
+    const value = metadata[field];
+    if (value !== undefined) map[field] = String(value);
+  }
+  return map;
+}

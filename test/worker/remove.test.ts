@@ -1,0 +1,68 @@
+import { env } from 'cloudflare:test';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { IMAGE_INDEX, vectorIndex } from '../../src/ports/vector-index';
+import { basicAuth, call, createApp, fixtureUrl, insertAndWait, search, type Credentials } from './helpers';
+
+const remove = async (app: Credentials, names: string[]) => {
+  const form = new URLSearchParams();
+  names.forEach((name, index) => form.append(`im_name[${index}]`, name));
+  const response = await call('/remove', { method: 'POST', headers: basicAuth(app), body: form });
+  return { status: response.status, body: await response.json<{ status: string; method: string; total: number; result: unknown[]; error: unknown[] }>() };
+};
+
+const FILES = ['animals_birds_hen.png', 'animals_birds_rooster.png', 'animals_mammals_cats_tiger.png', 'food_fruit_avocado.png'];
+
+describe('POST /remove', () => {
+  let app: Credentials;
+  let ids: Map<string, string>;
+
+  beforeAll(async () => {
+    app = await createApp();
+    await insertAndWait(app, FILES.map((file, i) => ({ im_name: `img${i}`, im_url: fixtureUrl(`/images/${file}`) })));
+    const { results } = await env.DB.prepare('SELECT id, im_name FROM images WHERE app_id = ?').bind(app.app_id).all<{ id: number; im_name: string }>();
+    ids = new Map(results.map((row) => [row.im_name, String(row.id)]));
+  });
+
+  it('removes an image from every search at once, with its vector and stored bytes', async () => {
+    expect((await search(app, 'im_name=img0&limit=10')).body.result.map((item) => item.im_name)).toContain('img1');
+    expect(await env.BLOBS.head(`${app.app_id}/images/img1`)).not.toBeNull();
+
+    expect(await remove(app, ['img1'])).toEqual({ status: 200, body: { status: 'OK', method: 'remove', total: 1, result: [], error: [] } });
+
+    expect((await search(app, 'im_name=img0&limit=10')).body.result.map((item) => item.im_name)).not.toContain('img1');
+    expect(await search(app, 'im_name=img1')).toMatchObject({ status: 404, body: { error: ['Image not found with im_name.'] } });
+    expect(await vectorIndex(env, IMAGE_INDEX).getByIds([ids.get('img1')!])).toEqual([]);
+    expect(await env.BLOBS.head(`${app.app_id}/images/img1`)).toBeNull();
+  });
+
+  it('answers warning with a 102 entry per unknown name, counting only what it removed', async () => {
+    const { status, body } = await remove(app, ['img2', 'never-inserted', 'img2']);
+    expect(status).toBe(200);
+    expect(body).toEqual({
+      status: 'warning',
+      method: 'remove',
+      total: 1,
+      result: [],
+      error: [
+        { index: 1, im_name: 'never-inserted', error_code: 102, error_message: 'Image not found with im_name.' },
+        { index: 2, im_name: 'img2', error_code: 102, error_message: 'Image not found with im_name.' },
+      ],
+    });
+  });
+
+  it('answers fail when nothing was removed, and never touches another application', async () => {
+    const stranger = await createApp();
+    const { status, body } = await remove(stranger, ['img3']);
+    expect(status).toBe(404);
+    expect(body).toMatchObject({ status: 'fail', total: 0, error: [{ index: 0, im_name: 'img3', error_code: 102 }] });
+    expect((await search(app, 'im_name=img3')).status).toBe(200);
+  });
+
+  it('needs at least one im_name, at most 100, and the secret key', async () => {
+    expect((await remove(app, [])).status).toBe(400);
+    expect((await remove(app, Array.from({ length: 101 }, (_, i) => `n${i}`))).status).toBe(400);
+    const viaAppKey = await call(`/remove?access_key=${app.app_key}`, { method: 'POST', body: new URLSearchParams({ 'im_name[0]': 'img3' }) });
+    expect(viaAppKey.status).toBe(401);
+    expect((await search(app, 'im_name=img3')).status).toBe(200);
+  });
+});
