@@ -6,6 +6,8 @@ const USAGE = `Usage: npm run admin -- <command>
   get-app <app_id>                          show an application and its schema
   set-schema <app_id> <name:type[:searchable]>...
                                             replace the schema; type is string, int, float or text
+  set-limits <app_id> <image_limit|pending_limit>=<number|none>...
+                                            cap the collection size or the images waiting to be processed
 
 Environment: API_URL (default http://127.0.0.1:$PORT, PORT 8787), ADMIN_TOKEN (default dev-admin-token).`;
 
@@ -15,6 +17,14 @@ function parseField(spec: string): Field {
     throw new Error(`bad field "${spec}": expected name:type or name:type:searchable`);
   }
   return { name, type: type as Field['type'], searchable: flag === 'searchable' };
+}
+
+function parseLimit(spec: string): [string, number | null] {
+  const [name = '', value = ''] = spec.split('=');
+  if (!['image_limit', 'pending_limit'].includes(name) || !/^(\d+|none)$/.test(value)) {
+    throw new Error(`bad limit "${spec}": expected image_limit=<number|none> or pending_limit=<number|none>`);
+  }
+  return [name, value === 'none' ? null : Number(value)];
 }
 
 async function main(args: string[]): Promise<number> {
@@ -28,6 +38,9 @@ async function main(args: string[]): Promise<number> {
   } else if (command === 'set-schema' && rest.length >= 1) {
     const [appId, ...fields] = rest;
     reply = await adminRequest(config, 'PUT', `/admin/apps/${encodeURIComponent(appId!)}/schema`, { fields: fields.map(parseField) });
+  } else if (command === 'set-limits' && rest.length >= 2) {
+    const [appId, ...limits] = rest;
+    reply = await adminRequest(config, 'PATCH', `/admin/apps/${encodeURIComponent(appId!)}`, Object.fromEntries(limits.map(parseLimit)));
   } else {
     console.error(USAGE);
     return 2;
