@@ -3,14 +3,13 @@
  * over HTTP with the shared test images and copies made from them with sharp.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
+import { IMAGES_DIR, launchServer, waitUntilHealthy, type ErrorBody, type PredictBody } from './harness.ts';
 
-const SERVER = path.resolve(import.meta.dirname, '../src/server.ts');
-const IMAGES_DIR = process.env.IMAGES_DIR ?? path.resolve(import.meta.dirname, '../../../shared/data/images');
 /** The documented embedding length (README.md). */
 const EMBED_DIM = 448;
 
@@ -19,14 +18,10 @@ let baseUrl: string;
 const firstHealth: { status?: number; body?: unknown } = {};
 
 before(async () => {
-  server = spawn(process.execPath, [SERVER], {
-    env: { ...process.env, INFERENCE_PORT: '0', INFERENCE_HOST: '127.0.0.1' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  baseUrl = await listeningUrl(server);
+  ({ child: server, baseUrl } = await launchServer());
   const response = await fetch(`${baseUrl}/health`);
   Object.assign(firstHealth, { status: response.status, body: await response.json() });
-  await waitUntilHealthy();
+  await waitUntilHealthy(baseUrl);
 });
 
 after(() => {
@@ -167,12 +162,6 @@ describe('POST /predict errors', () => {
   });
 });
 
-type ErrorBody = { error: { code: string; message: string } };
-type PredictBody = ErrorBody & {
-  image: { width: number; height: number; format: string };
-  embed: { model: string; dim: number; vector: number[] };
-};
-
 function image(file: string): Promise<Buffer> {
   return readFile(path.join(IMAGES_DIR, file));
 }
@@ -187,29 +176,6 @@ function predict(bytes: Uint8Array, tasks = 'embed'): Promise<{ status: number; 
 async function post(form: FormData): Promise<{ status: number; body: PredictBody }> {
   const response = await fetch(`${baseUrl}/predict`, { method: 'POST', body: form });
   return { status: response.status, body: (await response.json()) as PredictBody };
-}
-
-/** Resolves with the URL from the server's "listening on" line. */
-function listeningUrl(child: ChildProcess): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let output = '';
-    child.stdout!.setEncoding('utf8');
-    child.stdout!.on('data', (chunk: string) => {
-      output += chunk;
-      const match = /listening on (http:\/\/\S+)/.exec(output);
-      if (match) resolve(match[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`server exited with ${code} before listening`)));
-  });
-}
-
-async function waitUntilHealthy(): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if ((await fetch(`${baseUrl}/health`)).status === 200) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error('the service did not become healthy within 60 s');
 }
 
 function norm(vector: number[]): number {

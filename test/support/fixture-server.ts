@@ -3,6 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import sharp from 'sharp';
+import { FORMAT_VARIANTS } from './image-formats.ts';
 
 /** The shared test images (never copied into the project). */
 export const IMAGES_DIR = path.resolve(import.meta.dirname, '../../../shared/data/images');
@@ -11,6 +12,8 @@ export const IMAGES_DIR = path.resolve(import.meta.dirname, '../../../shared/dat
  * Serves the shared test images, and ways for a download to go wrong, to the Worker as `im_url`s:
  * - `/images/<file>`: the file as it is;
  * - `/near-copy/<file>`: a near-duplicate (cropped to 85%, mirrored, re-encoded as JPEG at quality 70);
+ * - `/variants`: the format variants of `image-formats.ts` as JSON (name, extension, format, lossy);
+ * - `/as-<variant>/<file>`: the file re-encoded as that variant (BMP, PNM, Sun raster, TIFF, ...);
  * - `/slow/<file>`: the file, after a delay of two seconds;
  * - `/truncated/<file>`: the first half of the file;
  * - `/png-header/<width>x<height>`: a PNG whose header declares that size and whose pixels are missing;
@@ -56,12 +59,20 @@ async function respond(kind: string, name: string): Promise<Answer> {
     }
     case 'near-copy':
       return ok(await nearCopy(await readImage(name)), 'image/jpeg');
+    case 'variants': {
+      const list = FORMAT_VARIANTS.map(({ name: variant, extension, format, lossy }) => ({ name: variant, extension, format, lossy }));
+      return ok(Buffer.from(JSON.stringify(list)), 'application/json');
+    }
     case 'png-header': {
       const [width = 0, height = 0] = name.split('x').map(Number);
       return ok(pngHeader(width, height), 'image/png');
     }
-    default:
-      throw new Error(`unknown fixture ${kind}`);
+    default: {
+      const variant = FORMAT_VARIANTS.find((candidate) => `as-${candidate.name}` === kind);
+      if (!variant) throw new Error(`unknown fixture ${kind}`);
+      const { data, info } = await sharp(await readImage(name)).raw().toBuffer({ resolveWithObject: true });
+      return ok(Buffer.from(await variant.encode({ data, width: info.width, height: info.height, channels: info.channels as 3 | 4 })));
+    }
   }
 }
 

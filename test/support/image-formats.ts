@@ -268,12 +268,6 @@ class Bytes {
     return this.bytes(new TextEncoder().encode(text));
   }
 
-  /** Pads with zero bytes to a multiple of `alignment`. */
-  align(alignment: number): this {
-    while (this.length % alignment !== 0) this.u8(0);
-    return this;
-  }
-
   patchU32le(at: number, value: number): void {
     new DataView(this.buffer.buffer).setUint32(at, value, true);
   }

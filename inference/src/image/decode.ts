@@ -1,4 +1,5 @@
-import sharp, { type Metadata } from 'sharp';
+import sharp, { type Metadata, type Sharp } from 'sharp';
+import { decodeRawImage, ImageFormatError, type RawImage } from './formats/index.ts';
 
 /** The spec's largest accepted image: width * height. */
 export const MAX_INPUT_PIXELS = 40_000_000;
@@ -10,8 +11,11 @@ export const MAX_INPUT_PIXELS = 40_000_000;
  */
 export const WORKING_MAX_SIDE = 2048;
 
-const SUPPORTED_FORMATS = ['jpeg', 'png', 'webp', 'gif', 'tiff'] as const;
-export type ImageFormat = (typeof SUPPORTED_FORMATS)[number];
+/** Formats sharp decodes itself. */
+const SHARP_FORMATS = ['jpeg', 'png', 'webp', 'gif', 'tiff'] as const;
+type SharpFormat = (typeof SHARP_FORMATS)[number];
+/** Every accepted format, named as the Worker's header probe names them; the last three through ./formats/. */
+export type ImageFormat = SharpFormat | 'bmp' | 'pnm' | 'sunraster';
 
 /** 8-bit RGB pixels, row-major, 3 bytes per pixel, no padding. */
 export type RgbPixels = {
@@ -44,27 +48,60 @@ export class ImageDecodeError extends Error {
 export async function decodeImage(bytes: Uint8Array): Promise<DecodedImage> {
   // The header alone gives format and size, so bombs are refused before any
   // pixel is decoded; limitInputPixels below guards the decoder as well.
-  let metadata: Metadata;
+  let metadata: Metadata | undefined;
   try {
     metadata = await sharp(bytes).metadata();
+  } catch {
+    // Not a format sharp reads: maybe BMP, PNM or Sun raster, below.
+  }
+  const format = metadata?.format as string | undefined;
+  if (metadata && format !== undefined && isSharpFormat(format)) {
+    const { width, height } = orientedSize(metadata);
+    checkPixelCount(width, height);
+    const input = sharp(bytes, { limitInputPixels: MAX_INPUT_PIXELS, failOn: 'error', pages: 1 });
+    return { width, height, format, pixels: await workingCopy(input) };
+  }
+
+  // sharp's prebuilt libvips reads no BMP, PNM or Sun raster: decode those in
+  // TypeScript and hand sharp the raw pixels, so the rest is the same path.
+  const raw = decodeRaw(bytes);
+  if (!raw) {
+    throw new ImageDecodeError(
+      'undecodable_image',
+      format === undefined ? 'The bytes are not a recognised image.' : `Unsupported image format: ${format}.`,
+    );
+  }
+  const { width, height, channels, data } = raw;
+  const input = sharp(data, { raw: { width, height, channels }, limitInputPixels: MAX_INPUT_PIXELS });
+  return { width, height, format: raw.format, pixels: await workingCopy(input) };
+}
+
+function decodeRaw(bytes: Uint8Array): RawImage | null {
+  try {
+    return decodeRawImage(bytes, { maxPixels: MAX_INPUT_PIXELS });
   } catch (cause) {
-    throw new ImageDecodeError('undecodable_image', 'The bytes are not a recognised image.', { cause });
+    if (!(cause instanceof ImageFormatError)) throw cause;
+    if (cause.kind === 'too_large') {
+      throw new ImageDecodeError('image_too_large', `The image is too large (${cause.message}).`, { cause });
+    }
+    throw new ImageDecodeError('undecodable_image', `The image data could not be decoded: ${cause.message}.`, { cause });
   }
-  const format = metadata.format as string;
-  if (!isSupportedFormat(format)) {
-    throw new ImageDecodeError('undecodable_image', `Unsupported image format: ${format}.`);
-  }
-  const { width, height } = orientedSize(metadata);
+}
+
+function checkPixelCount(width: number, height: number): void {
   if (width * height > MAX_INPUT_PIXELS) {
     throw new ImageDecodeError(
       'image_too_large',
       `The image has ${width}x${height} pixels; at most ${MAX_INPUT_PIXELS} are accepted.`,
     );
   }
+}
 
+/** Oriented, capped to WORKING_MAX_SIDE, alpha flattened onto white, 8-bit sRGB. */
+async function workingCopy(input: Sharp): Promise<RgbPixels> {
   try {
     // failOn 'error': tolerate the benign warnings (e.g. trailing junk) common in real uploads.
-    const { data, info } = await sharp(bytes, { limitInputPixels: MAX_INPUT_PIXELS, failOn: 'error', pages: 1 })
+    const { data, info } = await input
       .autoOrient()
       .resize({ width: WORKING_MAX_SIDE, height: WORKING_MAX_SIDE, fit: 'inside', withoutEnlargement: true })
       .flatten({ background: '#ffffff' })
@@ -74,14 +111,14 @@ export async function decodeImage(bytes: Uint8Array): Promise<DecodedImage> {
     if (info.channels !== 3) {
       throw new Error(`decoded to ${info.channels} channels, expected 3`);
     }
-    return { width, height, format, pixels: { data, width: info.width, height: info.height } };
+    return { data, width: info.width, height: info.height };
   } catch (cause) {
     throw new ImageDecodeError('undecodable_image', 'The image data could not be decoded.', { cause });
   }
 }
 
-function isSupportedFormat(format: string): format is ImageFormat {
-  return (SUPPORTED_FORMATS as readonly string[]).includes(format);
+function isSharpFormat(format: string): format is SharpFormat {
+  return (SHARP_FORMATS as readonly string[]).includes(format);
 }
 
 /** Displayed size: EXIF orientations 5-8 swap width and height. */

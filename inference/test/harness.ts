@@ -1,0 +1,115 @@
+/**
+ * Shared by the server tests: starts the real service (node src/server.ts on
+ * a free port), posts to /predict, reads the shared test images.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import sharp from 'sharp';
+import type { RawPixels } from '../../test/support/image-formats.ts';
+
+const SERVER = path.resolve(import.meta.dirname, '../src/server.ts');
+export const IMAGES_DIR = process.env.IMAGES_DIR ?? path.resolve(import.meta.dirname, '../../../shared/data/images');
+
+export type ErrorBody = { error: { code: string; message: string } };
+export type PredictBody = ErrorBody & {
+  image: { width: number; height: number; format: string };
+  embed: { model: string; dim: number; vector: number[] };
+};
+
+export type RunningServer = {
+  readonly baseUrl: string;
+  predict(bytes: Uint8Array, tasks?: string): Promise<{ status: number; body: PredictBody }>;
+  stop(): void;
+};
+
+/** Spawns the service on a free port and resolves with its URL as soon as it listens (models may still load). */
+export async function launchServer(): Promise<{ child: ChildProcess; baseUrl: string }> {
+  const child = spawn(process.execPath, [SERVER], {
+    env: { ...process.env, INFERENCE_PORT: '0', INFERENCE_HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return { child, baseUrl: await listeningUrl(child) };
+}
+
+export async function waitUntilHealthy(baseUrl: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while ((await fetch(`${baseUrl}/health`)).status !== 200) {
+    if (Date.now() > deadline) throw new Error('the service did not become healthy within 60 s');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Starts the service and resolves once /health says ok. */
+export async function startServer(): Promise<RunningServer> {
+  const { child, baseUrl } = await launchServer();
+  await waitUntilHealthy(baseUrl);
+  return {
+    baseUrl,
+    async predict(bytes, tasks = 'embed') {
+      const form = new FormData();
+      form.set('tasks', tasks);
+      form.set('image', new Blob([bytes]), 'upload');
+      const response = await fetch(`${baseUrl}/predict`, { method: 'POST', body: form });
+      return { status: response.status, body: (await response.json()) as PredictBody };
+    },
+    stop: () => child.kill(),
+  };
+}
+
+function listeningUrl(child: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let output = '';
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (chunk: string) => {
+      output += chunk;
+      const match = /listening on (http:\/\/\S+)/.exec(output);
+      if (match) resolve(match[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`server exited with ${code} before listening`)));
+  });
+}
+
+/** A shared test image as sharp's raw pixels. */
+export async function loadPixels(file: string): Promise<RawPixels> {
+  const { data, info } = await sharp(await readFile(path.join(IMAGES_DIR, file))).raw().toBuffer({ resolveWithObject: true });
+  return { data, width: info.width, height: info.height, channels: info.channels as 3 | 4 };
+}
+
+/**
+ * A cut-out on a white background made transparent: near-white pixels get
+ * alpha 0 with black underneath, light ones alpha 128. An image whose alpha is
+ * ignored shows a black background, which the embedding notices.
+ */
+export async function transparentCutOut(file: string): Promise<{ image: RawPixels; ignoringAlpha: RawPixels }> {
+  const rgb = await loadPixels(file);
+  const { width, height } = rgb;
+  const rgba = new Uint8Array(width * height * 4);
+  const black = new Uint8Array(width * height * 3);
+  for (let i = 0; i < width * height; i++) {
+    const [r, g, b] = [rgb.data[i * 3]!, rgb.data[i * 3 + 1]!, rgb.data[i * 3 + 2]!];
+    const lightest = Math.min(r, g, b);
+    const alpha = lightest > 235 ? 0 : lightest > 200 ? 128 : 255;
+    const keep = alpha > 0;
+    rgba.set([keep ? r : 0, keep ? g : 0, keep ? b : 0, alpha], i * 4);
+    black.set([keep ? r : 0, keep ? g : 0, keep ? b : 0], i * 3);
+  }
+  return { image: { data: rgba, width, height, channels: 4 }, ignoringAlpha: { data: black, width, height, channels: 3 } };
+}
+
+export function png(image: RawPixels): Promise<Buffer> {
+  const { data, width, height, channels } = image;
+  return sharp(data, { raw: { width, height, channels } }).png().toBuffer();
+}
+
+export function cosine(a: readonly number[], b: readonly number[]): number {
+  let dot = 0;
+  let normA = 0;
+  let normB = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i]! * b[i]!;
+    normA += a[i]! * a[i]!;
+    normB += b[i]! * b[i]!;
+  }
+  return dot / Math.sqrt(normA * normB);
+}
