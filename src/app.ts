@@ -3,6 +3,7 @@ import type { AppEnv } from './env';
 import { notFound, onError, requestId } from './http/middleware';
 import { adminRoutes } from './routes/admin';
 import { dataRoutes } from './routes/data';
+import { imageSearchRoutes } from './routes/image-search';
 import { searchRoutes } from './routes/search';
 
 export const app = new Hono<AppEnv>();
@@ -14,3 +15,4 @@ app.notFound(notFound);
 app.route('/admin', adminRoutes);
 app.route('/', dataRoutes);
 app.route('/', searchRoutes);
+app.route('/', imageSearchRoutes);

@@ -14,6 +14,7 @@ import path from 'node:path';
 import sharp, { type Region, type Sharp } from 'sharp';
 import { decodeImage } from '../src/image/decode.ts';
 import type { ResizeFit } from '../src/image/resize.ts';
+import { wholeImage } from '../src/image/view.ts';
 import { loadEmbedder } from '../src/models/embed/embedder.ts';
 import { MOBILENET_V2_NODES, MOBILENET_V2_SOURCE, toMobileNetV2Input } from '../src/models/embed/mobilenet-v2.ts';
 import { averagePool, l2Normalize } from '../src/models/embed/vector.ts';
@@ -150,7 +151,7 @@ for (const candidate of CANDIDATES) {
 // The service's own path (decode, resize, infer, reduce), timed on the originals.
 const embedder = await loadEmbedder(runtime);
 const embedStarted = performance.now();
-for (const image of images) await embedder.predict(await decodeImage(await readFile(path.join(IMAGES_DIR, image.file))));
+for (const image of images) await embedder.predict(wholeImage(await decodeImage(await readFile(path.join(IMAGES_DIR, image.file)))));
 const msPerImage = (performance.now() - embedStarted) / images.length;
 console.log(`\n${embedder.modelId}: ${msPerImage.toFixed(1)} ms/image (decode + embed), ${runtime.description}`);
 

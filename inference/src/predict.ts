@@ -1,28 +1,46 @@
+import { ApiError } from './errors.ts';
 import { decodeImage } from './image/decode.ts';
+import { clampBox, cropView, wholeImage, type Box } from './image/view.ts';
 import type { ModelRegistry } from './models/registry.ts';
 import type { Task } from './models/task-model.ts';
 import type { SerialQueue } from './serial-queue.ts';
 
 export type PredictResponse = {
   image: { width: number; height: number; format: string };
+  /** The request's box clamped to the image, when one was given. */
+  box?: Box;
   /** One key per asked task, holding that task's result. */
-  [task: string]: object;
+  [task: string]: object | undefined;
 };
 
-/** Decodes the image once, then runs every asked task on it, in order. */
+/**
+ * Decodes the image once, then runs every asked task on it, in order, inside
+ * the inference queue. With a box (original pixels) the tasks run on that part
+ * of the image only; their coordinates stay the original's.
+ */
 export async function predict(
   bytes: Uint8Array,
   tasks: readonly Task[],
   models: ModelRegistry,
   inferenceQueue: SerialQueue,
+  box?: Box,
 ): Promise<PredictResponse> {
   const image = await decodeImage(bytes);
   const response: PredictResponse = { image: { width: image.width, height: image.height, format: image.format } };
+  let view = wholeImage(image);
+  if (box) {
+    const clamped = clampBox(box, image.width, image.height);
+    if (!clamped) {
+      throw new ApiError(400, 'bad_box', `The box ${box.join(',')} has no area inside the ${image.width}x${image.height} image.`);
+    }
+    response.box = clamped;
+    view = cropView(view, clamped);
+  }
   await inferenceQueue.run(async () => {
     for (const task of tasks) {
       const model = models.get(task);
       if (!model) throw new Error(`no model loaded for task ${task}`);
-      response[task] = await model.predict(image);
+      response[task] = await model.predict(view);
     }
   });
   return response;

@@ -10,6 +10,7 @@
 import http from 'node:http';
 import { ApiError } from './errors.ts';
 import { ImageDecodeError } from './image/decode.ts';
+import type { Box } from './image/view.ts';
 import { loadModels, type ModelRegistry } from './models/registry.ts';
 import { isTask, TASKS, type Task } from './models/task-model.ts';
 import { predict } from './predict.ts';
@@ -58,8 +59,9 @@ async function handle(request: http.IncomingMessage, response: http.ServerRespon
     const tasks = parseTasks(form.get('tasks'));
     const image = form.get('image');
     if (!(image instanceof File)) throw new ApiError(400, 'missing_image', 'The form field "image" must be a file.');
+    const box = parseBox(form.get('box'));
     const bytes = new Uint8Array(await image.arrayBuffer());
-    sendJson(response, 200, await predict(bytes, tasks, models, inferenceQueue));
+    sendJson(response, 200, await predict(bytes, tasks, models, inferenceQueue, box));
     return;
   }
   throw new ApiError(404, 'not_found', `No route for ${pathname}.`);
@@ -110,6 +112,23 @@ function parseTasks(field: unknown): Task[] {
     throw new ApiError(400, 'unknown_task', `Unknown task(s): ${unknown.join(', ')}; known: ${TASKS.join(', ')}.`);
   }
   return [...new Set(names as Task[])];
+}
+
+const BOX_PATTERN = /^\s*(-?\d{1,9})\s*,\s*(-?\d{1,9})\s*,\s*(-?\d{1,9})\s*,\s*(-?\d{1,9})\s*$/;
+
+/**
+ * The optional "box" field: "x1,y1,x2,y2", integers in original pixels. Its
+ * area inside the image is checked once the image's size is known (predict.ts).
+ */
+function parseBox(field: unknown): Box | undefined {
+  if (field === null) return undefined;
+  const match = typeof field === 'string' ? BOX_PATTERN.exec(field) : null;
+  if (!match) {
+    throw new ApiError(400, 'bad_box', 'The form field "box" must be four integers "x1,y1,x2,y2" in image pixels.');
+  }
+  const [x1, y1, x2, y2] = match.slice(1, 5).map(Number) as [number, number, number, number];
+  if (!(x2 > x1 && y2 > y1)) throw new ApiError(400, 'bad_box', `The box ${x1},${y1},${x2},${y2} needs x2 > x1 and y2 > y1.`);
+  return [x1, y1, x2, y2];
 }
 
 function sendError(response: http.ServerResponse, error: unknown): void {

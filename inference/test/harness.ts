@@ -12,21 +12,30 @@ const SERVER = path.resolve(import.meta.dirname, '../src/server.ts');
 export const IMAGES_DIR = process.env.IMAGES_DIR ?? path.resolve(import.meta.dirname, '../../../shared/data/images');
 
 export type ErrorBody = { error: { code: string; message: string } };
+export type Box = [number, number, number, number];
+export type DetectedObject = { type: string; label: string; score: number; box: Box; embedding: number[] };
 export type PredictBody = ErrorBody & {
   image: { width: number; height: number; format: string };
+  box?: Box;
   embed: { model: string; dim: number; vector: number[] };
+  detect: { model: string; types: string[]; objects: DetectedObject[] };
 };
 
 export type RunningServer = {
   readonly baseUrl: string;
-  predict(bytes: Uint8Array, tasks?: string): Promise<{ status: number; body: PredictBody }>;
+  /** Posts an image with tasks (default "embed") and, if given, the box field as sent. */
+  predict(bytes: Uint8Array, tasks?: string, box?: string): Promise<{ status: number; body: PredictBody }>;
   stop(): void;
 };
 
-/** Spawns the service on a free port and resolves with its URL as soon as it listens (models may still load). */
-export async function launchServer(): Promise<{ child: ChildProcess; baseUrl: string }> {
+/**
+ * Spawns the service on a free port and resolves with its URL as soon as it
+ * listens (models may still load). `env` adds to the environment, e.g.
+ * DETECTOR_LABELS.
+ */
+export async function launchServer(env: Record<string, string> = {}): Promise<{ child: ChildProcess; baseUrl: string }> {
   const child = spawn(process.execPath, [SERVER], {
-    env: { ...process.env, INFERENCE_PORT: '0', INFERENCE_HOST: '127.0.0.1' },
+    env: { ...process.env, ...env, INFERENCE_PORT: '0', INFERENCE_HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   return { child, baseUrl: await listeningUrl(child) };
@@ -41,15 +50,16 @@ export async function waitUntilHealthy(baseUrl: string): Promise<void> {
 }
 
 /** Starts the service and resolves once /health says ok. */
-export async function startServer(): Promise<RunningServer> {
-  const { child, baseUrl } = await launchServer();
+export async function startServer(env: Record<string, string> = {}): Promise<RunningServer> {
+  const { child, baseUrl } = await launchServer(env);
   await waitUntilHealthy(baseUrl);
   return {
     baseUrl,
-    async predict(bytes, tasks = 'embed') {
+    async predict(bytes, tasks = 'embed', box) {
       const form = new FormData();
       form.set('tasks', tasks);
       form.set('image', new Blob([bytes]), 'upload');
+      if (box !== undefined) form.set('box', box);
       const response = await fetch(`${baseUrl}/predict`, { method: 'POST', body: form });
       return { status: response.status, body: (await response.json()) as PredictBody };
     },

@@ -2,11 +2,11 @@ import type { Env } from '../env';
 import { GENERAL, DATA_ERRORS, type DataError } from '../http/messages';
 import { hasSupportedDimensions, probeImage } from '../images/probe';
 import { inference } from '../ports/inference';
-import { UndecodableImageError } from '../ports/inference/types';
-import { IMAGE_INDEX, vectorIndex } from '../ports/vector-index';
+import { UndecodableImageError, type Prediction } from '../ports/inference/types';
 import { imageBlobKey, putImageBlob } from '../storage/blobs';
 import { upsertImage } from '../storage/images';
 import { getPendingItem, settleItem, type PendingItem } from '../storage/transactions';
+import { writeImageVectors } from '../storage/vectors';
 import { DownloadError, downloadImage } from './download';
 import type { InsertMessage } from './message';
 
@@ -25,7 +25,7 @@ class ItemRejected extends Error {
   }
 }
 
-/** Download, check, store, embed and index one image; the item is marked done only once it is searchable. */
+/** Download, check, store, embed, detect and index one image; the item is marked done only once it is searchable. */
 async function ingest(env: Env, item: PendingItem): Promise<void> {
   let bytes: Uint8Array;
   try {
@@ -38,10 +38,9 @@ async function ingest(env: Env, item: PendingItem): Promise<void> {
   if (!info) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
   if (!hasSupportedDimensions(info)) throw new ItemRejected(DATA_ERRORS.unsupportedDimension);
 
-  let vector: number[];
+  let prediction: Prediction;
   try {
-    const prediction = await inference(env).predict(bytes, ['embed']);
-    vector = prediction.embed!.vector;
+    prediction = await inference(env).predict(bytes, ['embed', 'detect']);
   } catch (error) {
     if (error instanceof UndecodableImageError) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
     throw error;
@@ -49,7 +48,8 @@ async function ingest(env: Env, item: PendingItem): Promise<void> {
 
   const blobKey = imageBlobKey(item.appId, item.imName);
   await putImageBlob(env.BLOBS, blobKey, bytes, info.format);
-  const imageId = await upsertImage(env.DB, {
+  const objects = prediction.detect!.objects;
+  const image = await upsertImage(env.DB, {
     appId: item.appId,
     imName: item.imName,
     imUrl: item.imUrl,
@@ -58,8 +58,9 @@ async function ingest(env: Env, item: PendingItem): Promise<void> {
     width: info.width,
     height: info.height,
     metadata: item.metadata,
+    objectCount: objects.length,
   });
-  await vectorIndex(env, IMAGE_INDEX).upsert([{ id: String(imageId), namespace: item.appId, values: vector }]);
+  await writeImageVectors(env, { ...image, appId: item.appId }, prediction.embed!.vector, objects);
   await settleItem(env.DB, item.transId, item.index, { state: 'done' });
 }
 

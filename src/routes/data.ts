@@ -5,12 +5,12 @@ import { ApiError, dataErrorEntry } from '../http/envelope';
 import { DATA_ERRORS, GENERAL } from '../http/messages';
 import { endpoint } from '../http/middleware';
 import { parseInsert } from '../ingest/insert-request';
-import { IMAGE_INDEX, vectorIndex } from '../ports/vector-index';
 import { getSchema, type AppRecord } from '../storage/apps';
 import { deleteBlobs } from '../storage/blobs';
 import { deleteImagesByName } from '../storage/images';
 import { createTransaction, deleteTransaction, getTransactionStatus } from '../storage/transactions';
 import { collectionUsage } from '../storage/usage';
+import { deleteImageVectors } from '../storage/vectors';
 
 /** `error_limit` when the caller gives none, and its ceiling (spec 8 leaves both open). */
 export const ERROR_PAGE_DEFAULT_LIMIT = 10;
@@ -86,7 +86,7 @@ dataRoutes.post('/remove', endpoint('remove', 'data'), authenticate({ allowAppKe
   if (requested.length > MAX_REMOVE_NAMES) throw new ApiError(400, `At most ${MAX_REMOVE_NAMES} images can be removed per call.`);
 
   const removed = await deleteImagesByName(c.env.DB, c.var.app.id, [...new Set(requested.map((item) => item.imName))]);
-  await vectorIndex(c.env, IMAGE_INDEX).deleteByIds(removed.map((image) => String(image.id)));
+  await deleteImageVectors(c.env, removed);
   await deleteBlobs(c.env.BLOBS, removed.map((image) => image.blob_key));
 
   const removedNames = new Set(removed.map((image) => image.im_name));

@@ -4,13 +4,13 @@ import type { AppEnv } from '../env';
 import { ApiError } from '../http/envelope';
 import { SEARCH_ERRORS } from '../http/messages';
 import { endpoint } from '../http/middleware';
-import { IMAGE_INDEX, vectorIndex } from '../ports/vector-index';
 import { readPaging } from '../search/paging';
 import { searchSimilar } from '../search/similar';
 import { requestedFields } from '../search/value-map';
 import { getSchema } from '../storage/apps';
 import { findImageByName } from '../storage/images';
 import { isImagePending } from '../storage/transactions';
+import { imageVectors } from '../storage/vectors';
 
 export const searchRoutes = new Hono<AppEnv>();
 
@@ -28,7 +28,7 @@ searchRoutes.get('/search', endpoint('search', 'search'), authenticate({ allowAp
     if (await isImagePending(c.env.DB, app.id, imName)) throw stillProcessing;
     throw new ApiError(404, SEARCH_ERRORS.imageNotFound);
   }
-  const [stored] = await vectorIndex(c.env, IMAGE_INDEX).getByIds([String(image.id)]);
+  const [stored] = await imageVectors(c.env).getByIds([String(image.id)]);
   if (!stored) throw stillProcessing;
 
   const page = await searchSimilar(c.env, { appId: app.id, vector: stored.values, paging, withScore, fields, excludeIds: [image.id] });

@@ -8,6 +8,8 @@ export type ImageRow = {
   im_name: string;
   im_url: string;
   metadata: ImageMetadata;
+  /** Detected objects with a vector in the object index. */
+  object_count: number;
 };
 
 type StoredImageRow = Omit<ImageRow, 'metadata'> & { metadata: string };
@@ -23,29 +25,49 @@ export type NewImage = {
   width: number;
   height: number;
   metadata: ImageMetadata;
+  objectCount: number;
 };
 
-/** Inserts an image or replaces every field of the one with the same name; the id (and so the vector id) is kept. */
-export async function upsertImage(db: D1Database, image: NewImage): Promise<number> {
+/**
+ * Inserts an image or replaces every field of the one with the same name; the id (and so the vector id) is kept.
+ * Returns the id and how many object vectors the replaced version had, atomically.
+ */
+export async function upsertImage(db: D1Database, image: NewImage): Promise<{ id: number; previousObjectCount: number }> {
   const now = formatTimestamp();
-  const row = await db
-    .prepare(
-      `INSERT INTO images (app_id, im_name, im_url, blob_key, format, width, height, metadata, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (app_id, im_name) DO UPDATE SET
-         im_url = excluded.im_url, blob_key = excluded.blob_key, format = excluded.format, width = excluded.width,
-         height = excluded.height, metadata = excluded.metadata, updated_at = excluded.updated_at
-       RETURNING id`,
-    )
-    .bind(image.appId, image.imName, image.imUrl, image.blobKey, image.format, image.width, image.height, JSON.stringify(image.metadata), now, now)
-    .first<{ id: number }>();
-  if (!row) throw new Error('upsert returned no id');
-  return row.id;
+  const [previous, upserted] = await db.batch<{ id: number; object_count: number }>([
+    db.prepare('SELECT id, object_count FROM images WHERE app_id = ? AND im_name = ?').bind(image.appId, image.imName),
+    db
+      .prepare(
+        `INSERT INTO images (app_id, im_name, im_url, blob_key, format, width, height, metadata, object_count, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (app_id, im_name) DO UPDATE SET
+           im_url = excluded.im_url, blob_key = excluded.blob_key, format = excluded.format, width = excluded.width,
+           height = excluded.height, metadata = excluded.metadata, object_count = excluded.object_count,
+           updated_at = excluded.updated_at
+         RETURNING id, object_count`,
+      )
+      .bind(
+        image.appId,
+        image.imName,
+        image.imUrl,
+        image.blobKey,
+        image.format,
+        image.width,
+        image.height,
+        JSON.stringify(image.metadata),
+        image.objectCount,
+        now,
+        now,
+      ),
+  ]);
+  const id = upserted?.results[0]?.id;
+  if (id === undefined) throw new Error('upsert returned no id');
+  return { id, previousObjectCount: previous?.results[0]?.object_count ?? 0 };
 }
 
 export async function findImageByName(db: D1Database, appId: string, imName: string): Promise<ImageRow | null> {
   const row = await db
-    .prepare('SELECT id, im_name, im_url, metadata FROM images WHERE app_id = ? AND im_name = ?')
+    .prepare('SELECT id, im_name, im_url, metadata, object_count FROM images WHERE app_id = ? AND im_name = ?')
     .bind(appId, imName)
     .first<StoredImageRow>();
   return row ? parse(row) : null;
@@ -56,20 +78,24 @@ export async function getImagesByIds(db: D1Database, appId: string, ids: number[
   if (ids.length === 0) return new Map();
   // One JSON parameter instead of one per id: D1 allows 100 bound parameters per statement.
   const { results } = await db
-    .prepare('SELECT id, im_name, im_url, metadata FROM images WHERE app_id = ? AND id IN (SELECT value FROM json_each(?))')
+    .prepare('SELECT id, im_name, im_url, metadata, object_count FROM images WHERE app_id = ? AND id IN (SELECT value FROM json_each(?))')
     .bind(appId, JSON.stringify(ids))
     .all<StoredImageRow>();
   return new Map(results.map((row) => [row.id, parse(row)]));
 }
 
-export type RemovedImage = { id: number; im_name: string; blob_key: string };
+export type RemovedImage = { id: number; im_name: string; blob_key: string; object_count: number };
 
 /** Deletes the named images from D1, which hides them from every search at once; returns what was deleted. */
 export async function deleteImagesByName(db: D1Database, appId: string, names: string[]): Promise<RemovedImage[]> {
   if (names.length === 0) return [];
   const { results } = await db
-    .prepare('DELETE FROM images WHERE app_id = ? AND im_name IN (SELECT value FROM json_each(?)) RETURNING id, im_name, blob_key')
+    .prepare('DELETE FROM images WHERE app_id = ? AND im_name IN (SELECT value FROM json_each(?)) RETURNING id, im_name, blob_key, object_count')
     .bind(appId, JSON.stringify(names))
     .all<RemovedImage>();
   return results;
+}
+
+export async function hasImages(db: D1Database, appId: string): Promise<boolean> {
+  return (await db.prepare('SELECT 1 FROM images WHERE app_id = ? LIMIT 1').bind(appId).first()) !== null;
 }

@@ -19,12 +19,17 @@ export const IMAGES_DIR = path.resolve(import.meta.dirname, '../../../shared/dat
  * - `/png-header/<width>x<height>`: a PNG whose header declares that size and whose pixels are missing;
  * - `/endless`: zeros, streamed without a length, until the client stops reading;
  * - `/hang`: headers never come;
- * - `/status/<code>`: an empty answer with that status.
+ * - `/status/<code>`: an empty answer with that status;
+ * - `/hits/<path>`: how many times `/<path>` (URL-encoded) was requested so far.
  * Any path may carry a further segment, which is ignored, so a URL can end in a lying extension.
  */
 export function startFixtureServer(port: number): Promise<http.Server> {
+  const hits = new Map<string, number>();
   const server = http.createServer((request, response) => {
-    const [, kind = '', name = ''] = (request.url ?? '/').split('?')[0]!.split('/');
+    const requestPath = (request.url ?? '/').split('?')[0]!;
+    hits.set(requestPath, (hits.get(requestPath) ?? 0) + 1);
+    const [, kind = '', name = ''] = requestPath.split('/');
+    if (kind === 'hits') return void response.end(String(hits.get(decodeURIComponent(name)) ?? 0));
     if (kind === 'hang') return; // the client's timeout ends it
     if (kind === 'endless') return streamZeros(response);
     void respond(kind, decodeURIComponent(name))

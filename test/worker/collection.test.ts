@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { IMAGE_INDEX, vectorIndex } from '../../src/ports/vector-index';
+import { imageVectors } from '../../src/storage/vectors';
 import { adminHeaders, basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, search, waitForTransaction } from './helpers';
 
 const setLimits = (appId: string, limits: Record<string, number | null>) =>
@@ -39,7 +39,7 @@ describe('metadata by the schema', () => {
     const row = async () =>
       env.DB.prepare('SELECT id, metadata, format FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, 'item').first<{ id: number; metadata: string; format: string }>();
     const before = await row();
-    const [vectorBefore] = await vectorIndex(env, IMAGE_INDEX).getByIds([String(before!.id)]);
+    const [vectorBefore] = await imageVectors(env).getByIds([String(before!.id)]);
     expect((await search(app, 'im_name=item&limit=1')).body.result[0]?.im_name).toBe('hen-twin');
 
     await insertAndWait(app, [{ im_name: 'item', im_url: fixtureUrl('/images/animals_mammals_cats_tiger.png'), brand: 'Zed' }]);
@@ -47,7 +47,7 @@ describe('metadata by the schema', () => {
     const after = await row();
     expect(after?.id).toBe(before?.id);
     expect(JSON.parse(after!.metadata)).toEqual({ brand: 'Zed' });
-    const [vectorAfter] = await vectorIndex(env, IMAGE_INDEX).getByIds([String(after!.id)]);
+    const [vectorAfter] = await imageVectors(env).getByIds([String(after!.id)]);
     expect(vectorAfter?.values).not.toEqual(vectorBefore?.values);
     expect((await search(app, 'im_name=item&limit=1&get_all_fl=true')).body.result[0]).toEqual({ im_name: 'tiger-twin', value_map: {} });
     const blob = await env.BLOBS.get(`${app.app_id}/images/item`);
@@ -130,7 +130,7 @@ describe('bulk: 250 images in three calls', () => {
     expect(succeeded).toBe(250 - expectedFailures.length);
     const { results } = await env.DB.prepare('SELECT id FROM images WHERE app_id = ?').bind(app.app_id).all<{ id: number }>();
     expect(results).toHaveLength(succeeded);
-    const vectors = await vectorIndex(env, IMAGE_INDEX).getByIds(results.map((row) => String(row.id)));
+    const vectors = await imageVectors(env).getByIds(results.map((row) => String(row.id)));
     expect(vectors).toHaveLength(succeeded);
     expect(vectors.every((vector) => vector.namespace === app.app_id)).toBe(true);
     const listed = await env.BLOBS.list({ prefix: `${app.app_id}/images/`, limit: 1000 });

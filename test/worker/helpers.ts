@@ -86,3 +86,43 @@ export const search = async (app: Credentials, query: string): Promise<{ status:
   const response = await call(`/search?${query}`, { headers: basicAuth(app) });
   return { status: response.status, body: await response.json<SearchBody>() };
 };
+
+export type ResultItem = { im_name: string; score?: number };
+export type DetectedObject = { type: string; attributes: object; score: number; box: number[] };
+export type UploadBody = {
+  status: string;
+  method: string;
+  error: string[];
+  page: number;
+  limit: number;
+  total: number;
+  product_types: DetectedObject[];
+  product_types_list: { type: string; attributes_list: object }[];
+  result: ResultItem[];
+  im_id: string;
+  reqid: string;
+};
+export type DiscoverBody = Omit<UploadBody, 'product_types' | 'product_types_list' | 'limit' | 'total' | 'result'> & {
+  result_limit: number;
+  detection_limit: number;
+  objects: (DetectedObject & { total: number; result: ResultItem[] })[];
+  object_types_list: { type: string; attributes_list: object }[];
+};
+
+export const imageBytes = async (path: string): Promise<Blob> => new Blob([await (await fetch(fixtureUrl(path))).arrayBuffer()]);
+
+/** A multipart search call (`/uploadsearch`, `/discoversearch`): file parts for Blobs, text parts for strings, repeated for arrays. */
+export async function post<T>(app: Credentials | null, endpoint: string, fields: Record<string, string | string[] | Blob>): Promise<{ status: number; body: T }> {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(fields)) {
+    if (value instanceof Blob) form.append(name, value, 'query-image');
+    else for (const item of [value].flat()) form.append(name, item);
+  }
+  const response = await call(endpoint, { method: 'POST', body: form, ...(app ? { headers: basicAuth(app) } : {}) });
+  return { status: response.status, body: await response.json<T>() };
+}
+
+export const uploadsearch = (app: Credentials | null, fields: Record<string, string | string[] | Blob>) => post<UploadBody>(app, '/uploadsearch', fields);
+export const discoversearch = (app: Credentials | null, fields: Record<string, string | string[] | Blob>) => post<DiscoverBody>(app, '/discoversearch', fields);
+export const hits = async (path: string): Promise<number> => Number(await (await fetch(fixtureUrl(`/hits/${encodeURIComponent(path)}`))).text());
+

@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { IMAGE_INDEX, vectorIndex } from '../../src/ports/vector-index';
+import { imageVectors } from '../../src/storage/vectors';
 import { basicAuth, call, createApp, fixtureUrl, insertAndWait, search, type Credentials } from './helpers';
 
 const remove = async (app: Credentials, names: string[]) => {
@@ -31,7 +31,7 @@ describe('POST /remove', () => {
 
     expect((await search(app, 'im_name=img0&limit=10')).body.result.map((item) => item.im_name)).not.toContain('img1');
     expect(await search(app, 'im_name=img1')).toMatchObject({ status: 404, body: { error: ['Image not found with im_name.'] } });
-    expect(await vectorIndex(env, IMAGE_INDEX).getByIds([ids.get('img1')!])).toEqual([]);
+    expect(await imageVectors(env).getByIds([ids.get('img1')!])).toEqual([]);
     expect(await env.BLOBS.head(`${app.app_id}/images/img1`)).toBeNull();
   });
 

@@ -1,10 +1,23 @@
+import path from 'node:path';
 import type { Runtime } from '../runtime/runtime.ts';
+import { loadDetectTask } from './detect/detect-task.ts';
+import { DEFAULT_LABEL_MAP_FILE } from './detect/label-map.ts';
 import { loadEmbedder } from './embed/embedder.ts';
 import type { Task, TaskModel } from './task-model.ts';
 
 export type ModelRegistry = ReadonlyMap<Task, TaskModel>;
 
-/** Loads every task's model once; the server keeps them for its lifetime. */
+/**
+ * Loads every task's model once; the server keeps them for its lifetime.
+ * DETECTOR_LABELS names the detector's label map (default config/detector-labels.json;
+ * a relative path is taken from the working directory).
+ */
 export async function loadModels(runtime: Runtime): Promise<ModelRegistry> {
-  return new Map<Task, TaskModel>([['embed', await loadEmbedder(runtime)]]);
+  const embedder = await loadEmbedder(runtime);
+  const labelMapFile = process.env.DETECTOR_LABELS ? path.resolve(process.env.DETECTOR_LABELS) : DEFAULT_LABEL_MAP_FILE;
+  const detect = await loadDetectTask(runtime, embedder, labelMapFile);
+  return new Map<Task, TaskModel>([
+    ['embed', embedder],
+    ['detect', detect],
+  ]);
 }

@@ -1,7 +1,7 @@
-import type { DecodedImage } from '../image/decode.ts';
+import type { ImageView } from '../image/view.ts';
 
 /** The tasks a /predict request can ask for; each answers under its own key. */
-export const TASKS = ['embed'] as const;
+export const TASKS = ['embed', 'detect'] as const;
 export type Task = (typeof TASKS)[number];
 
 export function isTask(name: string): name is Task {
@@ -13,6 +13,9 @@ export interface TaskModel {
   readonly task: Task;
   /** Identifies the model and its output format; changes whenever outputs would. */
   readonly modelId: string;
-  /** Result as sent in the response (JSON-serialisable). */
-  predict(image: DecodedImage): Promise<object>;
+  /**
+   * Result as sent in the response (JSON-serialisable). The view is the whole
+   * image or the request's box; coordinates in results are original pixels.
+   */
+  predict(view: ImageView): Promise<object>;
 }

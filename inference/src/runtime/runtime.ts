@@ -16,15 +16,25 @@ export type Float32Tensor = {
  * it can execute and rejects the others; an ONNX source joins this union with
  * the ONNX runtime.
  */
-export type ModelSource = {
-  /**
-   * A TensorFlow.js graph model whose model.json and weight shards are each
-   * wrapped in a CommonJS module (model.min.js, group1-shardNofM.min.js), as
-   * nsfwjs ships its bundled models.
-   */
-  readonly format: 'tfjs-graph-js-bundle';
-  readonly directory: string;
-};
+export type ModelSource =
+  | {
+      /**
+       * A TensorFlow.js graph model whose model.json and weight shards are each
+       * wrapped in a CommonJS module (model.min.js, group1-shardNofM.min.js), as
+       * nsfwjs ships its bundled models.
+       */
+      readonly format: 'tfjs-graph-js-bundle';
+      readonly directory: string;
+    }
+  | {
+      /**
+       * A plain TensorFlow.js graph model: a model.json (format "graph-model")
+       * whose weightsManifest names binary shards beside it.
+       */
+      readonly format: 'tfjs-graph';
+      /** Absolute path of the model.json file. */
+      readonly modelJson: string;
+    };
 
 export interface InferenceSession {
   /** Runs the graph on one input and returns the named nodes' outputs. */

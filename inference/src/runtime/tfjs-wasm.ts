@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -53,18 +54,31 @@ class TfjsSession implements InferenceSession {
   }
 }
 
+/** Reads a model's topology and weights from disk; nothing is fetched. */
 function readModelArtifacts(source: ModelSource): tf.io.ModelArtifacts {
-  // Each file is a UMD bundle whose CommonJS export is the model.json object
-  // or one weight shard as base64; nsfwjs imports them the same way.
-  const modelJson = require(path.join(source.directory, 'model.min.js')) as tf.io.ModelJSON;
+  switch (source.format) {
+    case 'tfjs-graph-js-bundle':
+      // Each file is a UMD bundle whose CommonJS export is the model.json object
+      // or one weight shard as base64; nsfwjs imports them the same way.
+      return toArtifacts(require(path.join(source.directory, 'model.min.js')) as tf.io.ModelJSON, (shardName) =>
+        Buffer.from(require(path.join(source.directory, `${shardName}.min.js`)) as string, 'base64'),
+      );
+    case 'tfjs-graph': {
+      const directory = path.dirname(source.modelJson);
+      return toArtifacts(JSON.parse(readFileSync(source.modelJson, 'utf8')) as tf.io.ModelJSON, (shardName) =>
+        readFileSync(path.join(directory, shardName)),
+      );
+    }
+  }
+}
+
+/** The model.json plus its weight shards, concatenated in manifest order. */
+function toArtifacts(modelJson: tf.io.ModelJSON, readShard: (name: string) => Buffer): tf.io.ModelArtifacts {
   const weightSpecs: tf.io.WeightsManifestEntry[] = [];
   const shards: Buffer[] = [];
   for (const group of modelJson.weightsManifest) {
     weightSpecs.push(...group.weights);
-    for (const shardName of group.paths) {
-      const base64 = require(path.join(source.directory, `${shardName}.min.js`)) as string;
-      shards.push(Buffer.from(base64, 'base64'));
-    }
+    for (const shardName of group.paths) shards.push(readShard(shardName));
   }
   const weights = Buffer.concat(shards);
   return {
@@ -72,6 +86,7 @@ function readModelArtifacts(source: ModelSource): tf.io.ModelArtifacts {
     format: modelJson.format,
     generatedBy: modelJson.generatedBy,
     convertedBy: modelJson.convertedBy,
+    signature: modelJson.signature,
     weightSpecs,
     weightData: weights.buffer.slice(weights.byteOffset, weights.byteOffset + weights.byteLength),
   };

@@ -1,28 +1,32 @@
-import { InferenceUnavailableError, UndecodableImageError, type Inference, type Prediction, type Task } from './types';
+import { InferenceUnavailableError, RegionOutsideImageError, UndecodableImageError, type Inference, type Prediction, type PredictOptions, type Task } from './types';
 
 /** The bundled inference service (`inference/`), reached over HTTP. */
-export function httpInference(baseUrl: string, options: { timeoutMs: number }): Inference {
+export function httpInference(baseUrl: string, config: { timeoutMs: number }): Inference {
   const endpoint = new URL('/predict', baseUrl).toString();
   return {
-    async predict(image: Uint8Array, tasks: Task[]): Promise<Prediction> {
+    async predict(image: Uint8Array, tasks: Task[], options: PredictOptions = {}): Promise<Prediction> {
       const form = new FormData();
       form.set('image', new Blob([image]), 'image');
       form.set('tasks', tasks.join(','));
+      if (options.box) form.set('box', options.box.join(','));
       let response: Response;
       try {
-        response = await fetch(endpoint, { method: 'POST', body: form, signal: AbortSignal.timeout(options.timeoutMs) });
+        response = await fetch(endpoint, { method: 'POST', body: form, signal: AbortSignal.timeout(config.timeoutMs) });
       } catch (error) {
         throw new InferenceUnavailableError(`inference request failed: ${String(error)}`);
       }
-      if (response.status === 422) {
-        const body = await response.json<{ error?: { message?: string } }>().catch(() => ({ error: undefined }));
-        throw new UndecodableImageError(body.error?.message ?? 'undecodable image');
+      if (response.status === 422 || response.status === 400) {
+        const { error } = await response.json<{ error?: { code?: string; message?: string } }>().catch(() => ({ error: undefined }));
+        if (response.status === 422) throw new UndecodableImageError(error?.message ?? 'undecodable image');
+        if (error?.code === 'bad_box') throw new RegionOutsideImageError(error.message ?? 'bad box');
       }
       if (!response.ok) throw new InferenceUnavailableError(`inference answered HTTP ${response.status}`);
       const prediction = await response.json<Prediction>().catch(() => null);
-      if (!prediction?.image || (tasks.includes('embed') && !Array.isArray(prediction.embed?.vector))) {
-        throw new InferenceUnavailableError('inference answered an unexpected body');
-      }
+      const incomplete =
+        !prediction?.image ||
+        (tasks.includes('embed') && !Array.isArray(prediction.embed?.vector)) ||
+        (tasks.includes('detect') && !Array.isArray(prediction.detect?.objects));
+      if (incomplete) throw new InferenceUnavailableError('inference answered an unexpected body');
       return prediction;
     },
   };

@@ -1,14 +1,35 @@
 /** The inference port: one call runs every asked task on one image (DESIGN.md: `POST /predict {image, tasks}`). */
 
-export type Task = 'embed';
+export type Task = 'embed' | 'detect';
+
+/** x1, y1, x2, y2 in the original image's pixels; (0,0) is the top-left corner. */
+export type Box = [number, number, number, number];
+
+export type DetectedObject = {
+  /** The spec's product type, e.g. `Bag`. */
+  type: string;
+  /** The detector's own label, e.g. `handbag`. */
+  label: string;
+  score: number;
+  box: Box;
+  /** The embed model's vector of the object's crop, comparable with whole-image vectors. */
+  embedding: number[];
+};
 
 export type Prediction = {
   image: { width: number; height: number; format: string };
   embed?: { model: string; dim: number; vector: number[] };
+  /** Objects by descending score; `types` are every type the loaded detector can report. */
+  detect?: { model: string; types: string[]; objects: DetectedObject[] };
+};
+
+export type PredictOptions = {
+  /** Runs every task on this region only; coordinates in the answer stay in the original image's pixels. */
+  box?: Box;
 };
 
 export interface Inference {
-  predict(image: Uint8Array, tasks: Task[]): Promise<Prediction>;
+  predict(image: Uint8Array, tasks: Task[], options?: PredictOptions): Promise<Prediction>;
 }
 
 /** The bytes are not an image the models can read: a permanent failure for this image. */
@@ -19,4 +40,9 @@ export class UndecodableImageError extends Error {
 /** The service is down, slow or broken: worth retrying later. */
 export class InferenceUnavailableError extends Error {
   override name = 'InferenceUnavailableError';
+}
+
+/** The region asked for lies outside the image. */
+export class RegionOutsideImageError extends Error {
+  override name = 'RegionOutsideImageError';
 }

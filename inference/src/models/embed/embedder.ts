@@ -1,4 +1,5 @@
-import type { DecodedImage } from '../../image/decode.ts';
+import type { RgbPixels } from '../../image/decode.ts';
+import type { ImageView } from '../../image/view.ts';
 import type { InferenceSession, Runtime } from '../../runtime/runtime.ts';
 import type { TaskModel } from '../task-model.ts';
 import { MOBILENET_V2_INPUT_SIZE, MOBILENET_V2_NODES, MOBILENET_V2_SOURCE, toMobileNetV2Input } from './mobilenet-v2.ts';
@@ -32,23 +33,28 @@ export class Embedder implements TaskModel {
     this.#session = session;
   }
 
-  async predict(image: DecodedImage): Promise<EmbedResult> {
-    const input = await toMobileNetV2Input(image.pixels, 'fill');
+  async predict(view: ImageView): Promise<EmbedResult> {
+    const vector = await this.embed(view.pixels);
+    return { model: this.modelId, dim: vector.length, vector: Array.from(vector) };
+  }
+
+  /** The unit-length embedding of some pixels (a whole image or a crop of one). */
+  async embed(pixels: RgbPixels): Promise<Float32Array> {
+    const input = await toMobileNetV2Input(pixels, 'fill');
     const outputs = await this.#session.run(input, [MOBILENET_V2_NODES.lastBottleneck]);
     const vector = l2Normalize(averagePool(outputs.get(MOBILENET_V2_NODES.lastBottleneck)!));
     if (vector.length !== EMBED_DIM) throw new Error(`embedding has ${vector.length} dimensions, expected ${EMBED_DIM}`);
-    return { model: this.modelId, dim: vector.length, vector: Array.from(vector) };
+    return vector;
   }
 }
 
 export async function loadEmbedder(runtime: Runtime): Promise<Embedder> {
   const embedder = new Embedder(await runtime.load(MOBILENET_V2_SOURCE));
   // The first run initialises every kernel; pay for that before serving.
-  await embedder.predict(blankImage(MOBILENET_V2_INPUT_SIZE));
+  await embedder.embed(greyPixels(MOBILENET_V2_INPUT_SIZE));
   return embedder;
 }
 
-function blankImage(size: number): DecodedImage {
-  const data = Buffer.alloc(size * size * 3, 0x80);
-  return { width: size, height: size, format: 'png', pixels: { data, width: size, height: size } };
+function greyPixels(size: number): RgbPixels {
+  return { data: Buffer.alloc(size * size * 3, 0x80), width: size, height: size };
 }

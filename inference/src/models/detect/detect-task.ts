@@ -1,0 +1,69 @@
+import { cropView, type ImageView } from '../../image/view.ts';
+import type { Runtime } from '../../runtime/runtime.ts';
+import type { Embedder } from '../embed/embedder.ts';
+import type { TaskModel } from '../task-model.ts';
+import { loadCenterNet } from './centernet.ts';
+import type { Detector } from './detector.ts';
+import { loadLabelMap, mappedTypes, type LabelMap } from './label-map.ts';
+import { cropBoxWithMargin, DETECT_MIN_SCORE, selectObjects } from './objects.ts';
+import type { ProductType } from './product-types.ts';
+
+export type DetectedObjectResult = {
+  readonly type: ProductType;
+  /** The detector's own label, e.g. "handbag". */
+  readonly label: string;
+  readonly score: number;
+  /** [x1, y1, x2, y2], integers in original (displayed) pixels. */
+  readonly box: [number, number, number, number];
+  /** The embed model's vector for the object's crop (box plus margin): comparable with whole-image embeddings. */
+  readonly embedding: number[];
+};
+
+export type DetectResult = {
+  readonly model: string;
+  /** Every type this detector can report: the label map's distinct values. */
+  readonly types: ProductType[];
+  /** Best first. */
+  readonly objects: DetectedObjectResult[];
+};
+
+/**
+ * The detect task: a Detector, its label map to product types, and the
+ * embedder for each object's crop.
+ */
+export class DetectTask implements TaskModel {
+  readonly task = 'detect';
+  readonly modelId: string;
+  readonly types: ProductType[];
+  readonly #detector: Detector;
+  readonly #labelMap: LabelMap;
+  readonly #embedder: Embedder;
+
+  constructor(detector: Detector, labelMap: LabelMap, embedder: Embedder) {
+    this.modelId = detector.modelId;
+    this.types = mappedTypes(labelMap);
+    this.#detector = detector;
+    this.#labelMap = labelMap;
+    this.#embedder = embedder;
+  }
+
+  async predict(view: ImageView): Promise<DetectResult> {
+    const detections = await this.#detector.detect(view.pixels, DETECT_MIN_SCORE);
+    const objects: DetectedObjectResult[] = [];
+    for (const object of selectObjects(detections, this.#labelMap, view)) {
+      const crop = cropView(view, cropBoxWithMargin(object.box, view));
+      const embedding = Array.from(await this.#embedder.embed(crop.pixels));
+      objects.push({ ...object, score: roundScore(object.score), box: [...object.box], embedding });
+    }
+    return { model: this.modelId, types: this.types, objects };
+  }
+}
+
+function roundScore(score: number): number {
+  return Math.round(score * 10_000) / 10_000;
+}
+
+export async function loadDetectTask(runtime: Runtime, embedder: Embedder, labelMapFile: string): Promise<DetectTask> {
+  const detector = await loadCenterNet(runtime);
+  return new DetectTask(detector, loadLabelMap(labelMapFile, detector.labels), embedder);
+}

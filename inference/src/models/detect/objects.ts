@@ -1,0 +1,80 @@
+import type { Box, ImageView } from '../../image/view.ts';
+import type { Detection } from './detector.ts';
+import type { LabelMap } from './label-map.ts';
+import type { ProductType } from './product-types.ts';
+
+/** Detections scoring below this are not reported (human's own default for this model). */
+export const DETECT_MIN_SCORE = 0.2;
+/** At most this many objects per image, the best first. */
+export const DETECT_MAX_OBJECTS = 30;
+/** Of two boxes of the same type overlapping more than this (IoU), the weaker is dropped. */
+export const DETECT_NMS_IOU = 0.5;
+
+export type MappedObject = {
+  readonly type: ProductType;
+  readonly label: string;
+  readonly score: number;
+  /** Integers in original pixels, inside the view: [x1, y1, x2, y2] with x2 > x1, y2 > y1. */
+  readonly box: Box;
+};
+
+/**
+ * From raw detections on a view's pixels to reported objects: labels mapped
+ * to types (unmapped ones dropped), the score floor, boxes moved to original
+ * pixels, clamped to the view and rounded, per-type non-maximum suppression,
+ * then the best DETECT_MAX_OBJECTS by score.
+ */
+export function selectObjects(detections: readonly Detection[], labelMap: LabelMap, view: ImageView): MappedObject[] {
+  const candidates: MappedObject[] = [];
+  for (const detection of detections) {
+    const type = labelMap.get(detection.label);
+    if (type === undefined || !(detection.score >= DETECT_MIN_SCORE)) continue;
+    const box = toOriginalPixels(detection.box, view);
+    if (box) candidates.push({ type, label: detection.label, score: detection.score, box });
+  }
+  candidates.sort((a, b) => b.score - a.score);
+  const kept: MappedObject[] = [];
+  for (const candidate of candidates) {
+    if (kept.length === DETECT_MAX_OBJECTS) break;
+    const suppressed = kept.some((other) => other.type === candidate.type && iou(other.box, candidate.box) > DETECT_NMS_IOU);
+    if (!suppressed) kept.push(candidate);
+  }
+  return kept;
+}
+
+/** A box in the view's pixel coordinates as integers in original pixels, clamped to the view; null if empty. */
+export function toOriginalPixels(box: Box, view: ImageView): Box | null {
+  const [vx1, vy1, vx2, vy2] = view.box;
+  const scaleX = (vx2 - vx1) / view.pixels.width;
+  const scaleY = (vy2 - vy1) / view.pixels.height;
+  const x = (value: number) => Math.round(Math.min(Math.max(vx1 + value * scaleX, vx1), vx2));
+  const y = (value: number) => Math.round(Math.min(Math.max(vy1 + value * scaleY, vy1), vy2));
+  const result: Box = [x(box[0]), y(box[1]), x(box[2]), y(box[3])];
+  return result[2] > result[0] && result[3] > result[1] ? result : null;
+}
+
+/** Intersection over union of two boxes. */
+export function iou(a: Box, b: Box): number {
+  const width = Math.min(a[2], b[2]) - Math.max(a[0], b[0]);
+  const height = Math.min(a[3], b[3]) - Math.max(a[1], b[1]);
+  if (width <= 0 || height <= 0) return 0;
+  const intersection = width * height;
+  const area = (box: Box) => (box[2] - box[0]) * (box[3] - box[1]);
+  return intersection / (area(a) + area(b) - intersection);
+}
+
+/** Share of each side added around an object's box for its embedding crop. */
+export const CROP_MARGIN = 0.1;
+
+/** An object's box widened by CROP_MARGIN on every side and clamped to the view. */
+export function cropBoxWithMargin(box: Box, view: ImageView): Box {
+  const marginX = (box[2] - box[0]) * CROP_MARGIN;
+  const marginY = (box[3] - box[1]) * CROP_MARGIN;
+  const [vx1, vy1, vx2, vy2] = view.box;
+  return [
+    Math.max(vx1, box[0] - marginX),
+    Math.max(vy1, box[1] - marginY),
+    Math.min(vx2, box[2] + marginX),
+    Math.min(vy2, box[3] + marginY),
+  ];
+}

@@ -1,0 +1,115 @@
+import { Hono, type Context } from 'hono';
+import { authenticate } from '../auth/middleware';
+import type { AppEnv } from '../env';
+import { ApiError } from '../http/envelope';
+import { SEARCH_ERRORS } from '../http/messages';
+import { endpoint } from '../http/middleware';
+import type { DetectedObject } from '../ports/inference/types';
+import {
+  DETECTION_LIMIT,
+  describeObject,
+  detectionMode,
+  keptObjects,
+  objectAt,
+  readSensitivity,
+  typeList,
+} from '../search/detection';
+import { readPaging } from '../search/paging';
+import { analyzeQuery } from '../search/query-analysis';
+import { resolveQueryImage } from '../search/query-image';
+import { readRegion } from '../search/region';
+import { searchSimilar } from '../search/similar';
+import { requestedFields } from '../search/value-map';
+import { getSchema } from '../storage/apps';
+import { hasImages } from '../storage/images';
+
+export const imageSearchRoutes = new Hono<AppEnv>();
+
+/** Search needs something to search in; said before any upload is processed. */
+async function requireCollection(db: D1Database, appId: string): Promise<void> {
+  if (!(await hasImages(db, appId))) throw new ApiError(404, SEARCH_ERRORS.emptyCollection);
+}
+
+/**
+ * What both upload searches do first: read and check the parameters, then resolve, keep and analyse the query
+ * image. Parameters are checked before anything is downloaded or processed.
+ */
+async function prepare(c: Context<AppEnv>, options: { limitName: string; allowPoints: boolean }) {
+  const { params, app } = c.var;
+  const paging = readPaging(params, options.limitName);
+  const region = readRegion(params, { allowPoints: options.allowPoints });
+  const sensitivity = readSensitivity(params);
+  const withScore = params.boolean('score', false);
+  const fields = requestedFields(params, await getSchema(c.env.DB, app.id));
+  await requireCollection(c.env.DB, app.id);
+
+  const query = await resolveQueryImage(c.env, app.id, params);
+  const analysis = await analyzeQuery(c.env, query, region);
+  const mode = detectionMode(params.string('detection'), analysis.types);
+  const search = (vector: number[], objectType: string | undefined) =>
+    searchSimilar(c.env, { appId: app.id, vector, objectType, paging, withScore, fields });
+  return { paging, region, sensitivity, query, analysis, mode, search };
+}
+
+/** Search by image (spec 4.5): the primary object (or the object at a point, or the box) is searched. */
+imageSearchRoutes.post('/uploadsearch', endpoint('uploadsearch', 'search'), authenticate({ allowAppKey: true }), async (c) => {
+  const { paging, region, sensitivity, query, analysis, mode, search } = await prepare(c, { limitName: 'limit', allowPoints: false });
+  const point = region.kind === 'points' ? region.points[0] : undefined;
+  const detected = point ? [objectAt(analysis.objects, mode, point)].filter((object) => object !== undefined) : keptObjects(analysis.objects, mode, sensitivity);
+  const primary: DetectedObject | undefined = detected[0];
+
+  const page = await search(primary?.embedding ?? analysis.region.embedding, primary?.type);
+  return c.json({
+    status: 'OK',
+    method: 'uploadsearch',
+    error: [],
+    page: paging.page,
+    limit: paging.limit,
+    total: page.total,
+    product_types: detected.map(describeObject),
+    product_types_list: typeList(analysis.types),
+    result: page.result,
+    im_id: query.imId,
+    reqid: c.var.reqid,
+  });
+});
+
+/** Multiple product search (spec 4.6): every detected object (or the object at each point) gets its own results. */
+imageSearchRoutes.post('/discoversearch', endpoint('discoversearch', 'search'), authenticate({ allowAppKey: true }), async (c) => {
+  const detectionLimit = c.var.params.integer('detection_limit', DETECTION_LIMIT);
+  const { paging, region, sensitivity, query, analysis, mode, search } = await prepare(c, {
+    limitName: 'result_limit',
+    allowPoints: true,
+  });
+
+  let targets: { object: Pick<DetectedObject, 'type' | 'score' | 'box' | 'embedding'>; objectType: string | undefined }[];
+  if (mode.kind === 'off') {
+    // Detection off: the whole image (or the box) is searched as one object.
+    targets = [{ object: { type: 'other', score: 1, ...analysis.region }, objectType: undefined }];
+  } else {
+    const objects =
+      region.kind === 'points'
+        ? [...new Set(region.points.map((point) => objectAt(analysis.objects, mode, point)).filter((object) => object !== undefined))]
+        : keptObjects(analysis.objects, mode, sensitivity).slice(0, detectionLimit);
+    targets = objects.map((object) => ({ object, objectType: object.type }));
+  }
+
+  const objects = await Promise.all(
+    targets.map(async ({ object, objectType }) => {
+      const page = await search(object.embedding, objectType);
+      return { ...describeObject(object), total: page.total, result: page.result };
+    }),
+  );
+  return c.json({
+    status: 'OK',
+    method: 'discoversearch',
+    error: [],
+    result_limit: paging.limit,
+    detection_limit: detectionLimit,
+    page: paging.page,
+    objects,
+    object_types_list: typeList(analysis.types),
+    im_id: query.imId,
+    reqid: c.var.reqid,
+  });
+});

@@ -1,0 +1,55 @@
+import { invalidParameter } from '../http/envelope';
+import type { RequestParams } from '../http/params';
+import type { DetectedObject } from '../ports/inference/types';
+import { area, contains, type Point } from './region';
+
+/** Spec 4.6 `detection`: `all`/`null` detect every type, a supported type that type, anything else: off. */
+export type DetectionMode = { kind: 'off' } | { kind: 'all' } | { kind: 'type'; type: string };
+
+/**
+ * Lowest detection score kept by `detection_sensitivity`: `low` keeps only very confident objects, `high` more.
+ * The bundled COCO CenterNet scores real objects of the test images 0.25–0.46 (inference/README.md), and 0.2 is
+ * its own floor. A point names its object, so there the detector's floor applies.
+ */
+export const MIN_SCORE = { low: 0.35, high: 0.2 } as const;
+export type Sensitivity = keyof typeof MIN_SCORE;
+
+/** Spec 4.6 `detection_limit`. */
+export const DETECTION_LIMIT = { default: 5, min: 1, max: 30 } as const;
+
+/** The mode a `detection` value asks for; types compare without regard to case. */
+export function detectionMode(raw: string | undefined, types: string[]): DetectionMode {
+  if (raw === undefined || raw === 'all' || raw === 'null') return { kind: 'all' };
+  const type = types.find((candidate) => candidate.toLowerCase() === raw.trim().toLowerCase());
+  return type ? { kind: 'type', type } : { kind: 'off' };
+}
+
+export function readSensitivity(params: RequestParams): Sensitivity {
+  const raw = params.string('detection_sensitivity') ?? 'low';
+  if (raw !== 'low' && raw !== 'high') throw invalidParameter('detection_sensitivity must be low or high.');
+  return raw;
+}
+
+const ofMode = (objects: DetectedObject[], mode: DetectionMode): DetectedObject[] =>
+  mode.kind === 'off' ? [] : mode.kind === 'all' ? objects : objects.filter((object) => object.type === mode.type);
+
+/** The objects a mode and sensitivity keep, most confident first (the detector answers them in that order). */
+export const keptObjects = (objects: DetectedObject[], mode: DetectionMode, sensitivity: Sensitivity): DetectedObject[] =>
+  ofMode(objects, mode).filter((object) => object.score >= MIN_SCORE[sensitivity]);
+
+/** The object at a point: the smallest one of the mode that contains it. */
+export const objectAt = (objects: DetectedObject[], mode: DetectionMode, point: Point): DetectedObject | undefined =>
+  ofMode(objects, mode)
+    .filter((object) => contains(object.box, point))
+    .sort((a, b) => area(a.box) - area(b.box))[0];
+
+/** A detected object as the spec's responses show it (2.6); the detector has no attribute models. */
+export const describeObject = (object: Pick<DetectedObject, 'type' | 'score' | 'box'>) => ({
+  type: object.type,
+  attributes: {},
+  score: object.score,
+  box: object.box,
+});
+
+/** `product_types_list` / `object_types_list`: every type the loaded detector can report. */
+export const typeList = (types: string[]) => types.map((type) => ({ type, attributes_list: {} }));

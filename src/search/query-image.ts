@@ -1,0 +1,67 @@
+import type { Env } from '../env';
+import { ApiError, invalidParameter } from '../http/envelope';
+import { SEARCH_ERRORS } from '../http/messages';
+import type { RequestParams } from '../http/params';
+import { hasSupportedDimensions, probeImage, type ImageInfo } from '../images/probe';
+import { DownloadError, downloadImage } from '../ingest/download';
+import { findQueryImage, insertQueryImage, queryBlobKey } from '../storage/query-images';
+
+/** Spec 4.5: an uploaded query image is at most 10 MB; an image URL is held to the same. */
+export const MAX_QUERY_IMAGE_BYTES = 10 * 1024 * 1024;
+
+const tooLarge = (): ApiError => new ApiError(413, 'The image file exceeds the 10MB limit.');
+
+export type QueryImage = { imId: string; bytes: Uint8Array; info: ImageInfo };
+
+const newImId = (): string => crypto.randomUUID().replaceAll('-', '');
+
+async function download(env: Env, url: string): Promise<Uint8Array> {
+  try {
+    return await downloadImage(url, { timeoutMs: Number(env.IMAGE_DOWNLOAD_TIMEOUT_MS), maxBytes: MAX_QUERY_IMAGE_BYTES });
+  } catch (error) {
+    if (!(error instanceof DownloadError)) throw error;
+    if (error.reason === 'timeout') throw new ApiError(400, SEARCH_ERRORS.downloadTimeout);
+    if (error.reason === 'too_large') throw tooLarge();
+    throw new ApiError(400, SEARCH_ERRORS.downloadFailed);
+  }
+}
+
+/** Reads the size from the header only, as at insert: the Worker never decodes pixels. */
+function checkImage(bytes: Uint8Array): ImageInfo {
+  const info = probeImage(bytes);
+  if (!info) throw new ApiError(400, SEARCH_ERRORS.invalidFileFormat);
+  if (!hasSupportedDimensions(info)) throw new ApiError(400, SEARCH_ERRORS.invalidFormatOrDimension);
+  return info;
+}
+
+/**
+ * The one image source of an upload search (spec 4.5): an uploaded file, an image URL, or the `im_id` of an earlier
+ * upload. A new image is kept (R2 and D1) under a new `im_id`; an `im_id` is read back without any download.
+ */
+export async function resolveQueryImage(env: Env, appId: string, params: RequestParams): Promise<QueryImage> {
+  const file = params.file('image');
+  const url = params.string('im_url');
+  const imId = params.string('im_id');
+  const given = [file ?? params.string('image'), url, imId].filter((source) => source !== undefined && source !== '');
+  if (given.length !== 1) throw invalidParameter('Exactly one of image, im_url and im_id is required.');
+
+  if (imId) {
+    const row = await findQueryImage(env.DB, appId, imId);
+    const stored = row && (await env.BLOBS.get(row.blob_key));
+    if (!row || !stored) throw new ApiError(404, 'Image not found with im_id.');
+    return { imId, bytes: new Uint8Array(await stored.arrayBuffer()), info: { format: row.format as ImageInfo['format'], width: row.width, height: row.height } };
+  }
+
+  let bytes: Uint8Array;
+  if (url) bytes = await download(env, url);
+  else if (file) {
+    if (file.size > MAX_QUERY_IMAGE_BYTES) throw tooLarge();
+    bytes = new Uint8Array(await file.arrayBuffer());
+  } else throw new ApiError(400, SEARCH_ERRORS.invalidImageOrUrl);
+
+  const info = checkImage(bytes);
+  const newId = newImId();
+  await env.BLOBS.put(queryBlobKey(appId, newId), bytes, { httpMetadata: { contentType: `image/${info.format}` } });
+  await insertQueryImage(env.DB, appId, newId, info);
+  return { imId: newId, bytes, info };
+}
