@@ -3,6 +3,7 @@ import type { AppEnv } from './env';
 import { notFound, onError, requestId } from './http/middleware';
 import { adminRoutes } from './routes/admin';
 import { dataRoutes } from './routes/data';
+import { colorSearchRoutes } from './routes/color-search';
 import { imageSearchRoutes } from './routes/image-search';
 import { searchRoutes } from './routes/search';
 
@@ -16,3 +17,4 @@ app.route('/admin', adminRoutes);
 app.route('/', dataRoutes);
 app.route('/', searchRoutes);
 app.route('/', imageSearchRoutes);
+app.route('/', colorSearchRoutes);

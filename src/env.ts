@@ -16,6 +16,8 @@ export interface Env {
   VECTOR_INDEX: string;
   /** Total time allowed to download an inserted image, in milliseconds. */
   IMAGE_DOWNLOAD_TIMEOUT_MS: string;
+  /** Colours a `/colorsearch` may ask for (spec 8: 5 by default, raisable by the operator). */
+  COLOR_SEARCH_MAX_COLORS: string;
   /** Bearer token of the admin API (a secret in production). */
   ADMIN_TOKEN: string;
 }

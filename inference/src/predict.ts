@@ -1,6 +1,8 @@
 import { ApiError } from './errors.ts';
 import { decodeImage } from './image/decode.ts';
-import { clampBox, cropView, wholeImage, type Box } from './image/view.ts';
+import { clampBox, cropView, wholeImage, type Box, type ImageView } from './image/view.ts';
+import { ColorsTask } from './models/colors/colors-task.ts';
+import { DetectTask } from './models/detect/detect-task.ts';
 import type { ModelRegistry } from './models/registry.ts';
 import type { Task } from './models/task-model.ts';
 import type { SerialQueue } from './serial-queue.ts';
@@ -16,7 +18,8 @@ export type PredictResponse = {
 /**
  * Decodes the image once, then runs every asked task on it, in order, inside
  * the inference queue. With a box (original pixels) the tasks run on that part
- * of the image only; their coordinates stay the original's.
+ * of the image only; their coordinates stay the original's. With both detect
+ * and colors asked, each detected object also gets the palette of its box.
  */
 export async function predict(
   bytes: Uint8Array,
@@ -36,11 +39,13 @@ export async function predict(
     response.box = clamped;
     view = cropView(view, clamped);
   }
+  const colors = tasks.includes('colors') ? models.get('colors') : undefined;
+  const objectColors = colors instanceof ColorsTask ? (crop: ImageView) => colors.palette(crop) : undefined;
   await inferenceQueue.run(async () => {
     for (const task of tasks) {
       const model = models.get(task);
       if (!model) throw new Error(`no model loaded for task ${task}`);
-      response[task] = await model.predict(view);
+      response[task] = model instanceof DetectTask ? await model.predict(view, { objectColors }) : await model.predict(view);
     }
   });
   return response;

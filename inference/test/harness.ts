@@ -13,12 +13,14 @@ export const IMAGES_DIR = process.env.IMAGES_DIR ?? path.resolve(import.meta.dir
 
 export type ErrorBody = { error: { code: string; message: string } };
 export type Box = [number, number, number, number];
-export type DetectedObject = { type: string; label: string; score: number; box: Box; embedding: number[] };
+export type PaletteColor = { hex: string; ratio: number };
+export type DetectedObject = { type: string; label: string; score: number; box: Box; embedding: number[]; colors?: PaletteColor[] };
 export type PredictBody = ErrorBody & {
   image: { width: number; height: number; format: string };
   box?: Box;
   embed: { model: string; dim: number; vector: number[] };
   detect: { model: string; types: string[]; objects: DetectedObject[] };
+  colors: { model: string; palette: PaletteColor[] };
 };
 
 export type RunningServer = {

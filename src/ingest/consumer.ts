@@ -25,7 +25,7 @@ class ItemRejected extends Error {
   }
 }
 
-/** Download, check, store, embed, detect and index one image; the item is marked done only once it is searchable. */
+/** Download, check, store, embed, detect, measure colours and index one image; the item is marked done only once it is searchable. */
 async function ingest(env: Env, item: PendingItem): Promise<void> {
   let bytes: Uint8Array;
   try {
@@ -40,7 +40,7 @@ async function ingest(env: Env, item: PendingItem): Promise<void> {
 
   let prediction: Prediction;
   try {
-    prediction = await inference(env).predict(bytes, ['embed', 'detect']);
+    prediction = await inference(env).predict(bytes, ['embed', 'detect', 'colors']);
   } catch (error) {
     if (error instanceof UndecodableImageError) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
     throw error;
@@ -59,8 +59,9 @@ async function ingest(env: Env, item: PendingItem): Promise<void> {
     height: info.height,
     metadata: item.metadata,
     objectCount: objects.length,
+    colors: prediction.colors!.palette,
   });
-  await writeImageVectors(env, { ...image, appId: item.appId }, prediction.embed!.vector, objects);
+  await writeImageVectors(env, { ...image, appId: item.appId }, prediction.embed!.vector, prediction.colors!.palette, objects);
   await settleItem(env.DB, item.transId, item.index, { state: 'done' });
 }
 

@@ -1,8 +1,6 @@
 import { Hono, type Context } from 'hono';
 import { authenticate } from '../auth/middleware';
 import type { AppEnv } from '../env';
-import { ApiError } from '../http/envelope';
-import { SEARCH_ERRORS } from '../http/messages';
 import { endpoint } from '../http/middleware';
 import type { DetectedObject } from '../ports/inference/types';
 import {
@@ -15,20 +13,15 @@ import {
   typeList,
 } from '../search/detection';
 import { readPaging } from '../search/paging';
+import { requireCollection } from '../search/collection';
 import { analyzeQuery } from '../search/query-analysis';
 import { resolveQueryImage } from '../search/query-image';
 import { readRegion } from '../search/region';
 import { searchSimilar } from '../search/similar';
 import { requestedFields } from '../search/value-map';
 import { getSchema } from '../storage/apps';
-import { hasImages } from '../storage/images';
 
 export const imageSearchRoutes = new Hono<AppEnv>();
-
-/** Search needs something to search in; said before any upload is processed. */
-async function requireCollection(db: D1Database, appId: string): Promise<void> {
-  if (!(await hasImages(db, appId))) throw new ApiError(404, SEARCH_ERRORS.emptyCollection);
-}
 
 /**
  * What both upload searches do first: read and check the parameters, then resolve, keep and analyse the query
@@ -47,7 +40,7 @@ async function prepare(c: Context<AppEnv>, options: { limitName: string; allowPo
   const analysis = await analyzeQuery(c.env, query, region);
   const mode = detectionMode(params.string('detection'), analysis.types);
   const search = (vector: number[], objectType: string | undefined) =>
-    searchSimilar(c.env, { appId: app.id, vector, objectType, paging, withScore, fields });
+    searchSimilar(c.env, { appId: app.id, space: 'visual', vector, objectType, paging, withScore, fields });
   return { paging, region, sensitivity, query, analysis, mode, search };
 }
 

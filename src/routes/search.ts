@@ -31,7 +31,7 @@ searchRoutes.get('/search', endpoint('search', 'search'), authenticate({ allowAp
   const [stored] = await imageVectors(c.env).getByIds([String(image.id)]);
   if (!stored) throw stillProcessing;
 
-  const page = await searchSimilar(c.env, { appId: app.id, vector: stored.values, paging, withScore, fields, excludeIds: [image.id] });
+  const page = await searchSimilar(c.env, { appId: app.id, space: 'visual', vector: stored.values, paging, withScore, fields, excludeIds: [image.id] });
   return c.json({
     status: 'OK',
     method: 'search',

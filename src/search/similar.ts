@@ -1,7 +1,7 @@
 import type { Env } from '../env';
 import { VECTORIZE_LIMITS } from '../ports/vector-index/limits';
 import { getImagesByIds, type ImageRow } from '../storage/images';
-import { imageIdOfVector, imageVectors, objectVectors } from '../storage/vectors';
+import { colorVectors, imageIdOfVector, imageVectors, objectVectors } from '../storage/vectors';
 import { MAX_RESULTS, type Paging } from './paging';
 import { toValueMap } from './value-map';
 
@@ -10,6 +10,11 @@ export type SearchPage = { total: number; result: ResultItem[] };
 
 export type SimilarQuery = {
   appId: string;
+  /**
+   * `visual`: an embedding, against whole images (and objects, with `objectType`); `color`: a palette vector,
+   * against the palettes of whole images and of their detected objects.
+   */
+  space: 'visual' | 'color';
   vector: number[];
   /**
    * The query's object type: matched against catalog objects of that type, and against the whole image of catalog
@@ -32,6 +37,10 @@ type Candidate = { imageId: number; score: number; fromObject: boolean };
 /** Nearest vectors in the application's namespace. The depth is fixed, not derived from the page, so `total` and the ranking agree across pages. */
 async function candidates(env: Env, query: SimilarQuery, depth: number): Promise<Candidate[]> {
   const options = { topK: depth, namespace: query.appId };
+  if (query.space === 'color') {
+    const matches = await colorVectors(env).query(query.vector, options);
+    return matches.map((match) => ({ imageId: imageIdOfVector(match.id), score: toScore(match.score), fromObject: false }));
+  }
   const [wholeImages, objects] = await Promise.all([
     imageVectors(env).query(query.vector, options),
     query.objectType === undefined ? [] : objectVectors(env).query(query.vector, { ...options, filter: { type: query.objectType } }),

@@ -1,3 +1,4 @@
+import type { PaletteColor } from '../ports/inference/types';
 import { formatTimestamp } from '../time';
 
 /** Metadata as the schema types it: numbers for int and float fields, strings for string and text fields. */
@@ -26,6 +27,7 @@ export type NewImage = {
   height: number;
   metadata: ImageMetadata;
   objectCount: number;
+  colors: PaletteColor[];
 };
 
 /**
@@ -38,11 +40,11 @@ export async function upsertImage(db: D1Database, image: NewImage): Promise<{ id
     db.prepare('SELECT id, object_count FROM images WHERE app_id = ? AND im_name = ?').bind(image.appId, image.imName),
     db
       .prepare(
-        `INSERT INTO images (app_id, im_name, im_url, blob_key, format, width, height, metadata, object_count, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO images (app_id, im_name, im_url, blob_key, format, width, height, metadata, object_count, colors, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (app_id, im_name) DO UPDATE SET
            im_url = excluded.im_url, blob_key = excluded.blob_key, format = excluded.format, width = excluded.width,
-           height = excluded.height, metadata = excluded.metadata, object_count = excluded.object_count,
+           height = excluded.height, metadata = excluded.metadata, object_count = excluded.object_count, colors = excluded.colors,
            updated_at = excluded.updated_at
          RETURNING id, object_count`,
       )
@@ -56,6 +58,7 @@ export async function upsertImage(db: D1Database, image: NewImage): Promise<{ id
         image.height,
         JSON.stringify(image.metadata),
         image.objectCount,
+        JSON.stringify(image.colors),
         now,
         now,
       ),

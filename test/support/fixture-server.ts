@@ -16,6 +16,7 @@ export const IMAGES_DIR = path.resolve(import.meta.dirname, '../../../shared/dat
  * - `/as-<variant>/<file>`: the file re-encoded as that variant (BMP, PNM, Sun raster, TIFF, ...);
  * - `/slow/<file>`: the file, after a delay of two seconds;
  * - `/truncated/<file>`: the first half of the file;
+ * - `/palette/<hex>:<percent>,...`: a 300x200 PNG of vertical stripes of those colours, in those shares;
  * - `/png-header/<width>x<height>`: a PNG whose header declares that size and whose pixels are missing;
  * - `/endless`: zeros, streamed without a length, until the client stops reading;
  * - `/hang`: headers never come;
@@ -68,6 +69,8 @@ async function respond(kind: string, name: string): Promise<Answer> {
       const list = FORMAT_VARIANTS.map(({ name: variant, extension, format, lossy }) => ({ name: variant, extension, format, lossy }));
       return ok(Buffer.from(JSON.stringify(list)), 'application/json');
     }
+    case 'palette':
+      return ok(await stripes(name), 'image/png');
     case 'png-header': {
       const [width = 0, height = 0] = name.split('x').map(Number);
       return ok(pngHeader(width, height), 'image/png');
@@ -85,6 +88,20 @@ async function nearCopy(original: Buffer): Promise<Buffer> {
   const { width = 0, height = 0 } = await sharp(original).metadata();
   const crop = { left: Math.round(width * 0.08), top: Math.round(height * 0.05), width: Math.round(width * 0.85), height: Math.round(height * 0.85) };
   return sharp(original).flatten({ background: '#ffffff' }).extract(crop).flop().jpeg({ quality: 70 }).toBuffer();
+}
+
+async function stripes(spec: string): Promise<Buffer> {
+  const width = 300;
+  const height = 200;
+  const pixels = Buffer.alloc(width * height * 3);
+  let x = 0;
+  for (const part of spec.split(',')) {
+    const [hex = '000000', percent = '100'] = part.split(':');
+    const end = Math.min(width, x + Math.round((width * Number(percent)) / 100));
+    const rgb = [0, 2, 4].map((offset) => Number.parseInt(hex.slice(offset, offset + 2), 16));
+    for (; x < end; x++) for (let y = 0; y < height; y++) pixels.set(rgb, (y * width + x) * 3);
+  }
+  return sharp(pixels, { raw: { width, height, channels: 3 } }).png().toBuffer();
 }
 
 /** A decompression bomb's shape: a valid signature and IHDR declaring any size, then no pixel data at all. */

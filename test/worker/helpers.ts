@@ -81,9 +81,9 @@ export type SearchBody = {
   reqid: string;
 };
 
-/** `GET /search` with Basic auth. */
-export const search = async (app: Credentials, query: string): Promise<{ status: number; body: SearchBody }> => {
-  const response = await call(`/search?${query}`, { headers: basicAuth(app) });
+/** `GET /search` (or another GET search endpoint) with Basic auth. */
+export const search = async (app: Credentials, query: string, endpoint = '/search'): Promise<{ status: number; body: SearchBody }> => {
+  const response = await call(`${endpoint}?${query}`, { headers: basicAuth(app) });
   return { status: response.status, body: await response.json<SearchBody>() };
 };
 

@@ -22,6 +22,13 @@ export type RgbPixels = {
   readonly data: Buffer;
   readonly width: number;
   readonly height: number;
+  /**
+   * Where the image has an alpha channel: its value per pixel (0 transparent,
+   * 255 opaque), row-major, 1 byte per pixel. `data` is then already
+   * flattened onto white; the models see that, the colours task reads the
+   * alpha to leave transparent pixels out. Absent when the image has no alpha channel.
+   */
+  readonly alpha?: Buffer;
 };
 
 export type DecodedImage = {
@@ -29,7 +36,7 @@ export type DecodedImage = {
   readonly width: number;
   readonly height: number;
   readonly format: ImageFormat;
-  /** Oriented, alpha flattened onto white, long side at most WORKING_MAX_SIDE. */
+  /** Oriented, alpha flattened onto white (and kept beside, if any), long side at most WORKING_MAX_SIDE. */
   readonly pixels: RgbPixels;
 };
 
@@ -97,21 +104,32 @@ function checkPixelCount(width: number, height: number): void {
   }
 }
 
-/** Oriented, capped to WORKING_MAX_SIDE, alpha flattened onto white, 8-bit sRGB. */
+/**
+ * Oriented, capped to WORKING_MAX_SIDE, 8-bit sRGB, alpha flattened onto
+ * white; an alpha channel is also returned on its own. The one decode yields
+ * RGB or RGBA; flattening and extracting the alpha are two more sharp passes
+ * over those raw pixels (on the thread pool, like the decode), not decodes.
+ */
 async function workingCopy(input: Sharp): Promise<RgbPixels> {
   try {
     // failOn 'error': tolerate the benign warnings (e.g. trailing junk) common in real uploads.
     const { data, info } = await input
       .autoOrient()
       .resize({ width: WORKING_MAX_SIDE, height: WORKING_MAX_SIDE, fit: 'inside', withoutEnlargement: true })
-      .flatten({ background: '#ffffff' })
       .toColourspace('srgb')
       .raw({ depth: 'uchar' })
       .toBuffer({ resolveWithObject: true });
-    if (info.channels !== 3) {
-      throw new Error(`decoded to ${info.channels} channels, expected 3`);
+    const { width, height, channels } = info;
+    if (channels === 3) return { data, width, height };
+    if (channels !== 4) {
+      throw new Error(`decoded to ${channels} channels, expected 3 or 4`);
     }
-    return { data, width: info.width, height: info.height };
+    const raw = { raw: { width, height, channels } } as const;
+    const [rgb, alpha] = await Promise.all([
+      sharp(data, raw).flatten({ background: '#ffffff' }).raw().toBuffer(),
+      sharp(data, raw).extractChannel(3).raw().toBuffer(),
+    ]);
+    return { data: rgb, width, height, alpha };
   } catch (cause) {
     throw new ImageDecodeError('undecodable_image', 'The image data could not be decoded.', { cause });
   }

@@ -57,16 +57,30 @@ export function cropView(view: ImageView, box: Box): ImageView {
   };
 }
 
-/** A copy of a rectangle of RGB pixels (the caller keeps it inside the image). */
+/** A copy of a rectangle of RGB pixels, and of their alpha if any (the caller keeps it inside the image). */
 export function cropPixels(pixels: RgbPixels, left: number, top: number, width: number, height: number): RgbPixels {
   if (left === 0 && top === 0 && width === pixels.width && height === pixels.height) return pixels;
-  const data = Buffer.allocUnsafe(width * height * 3);
-  const rowBytes = width * 3;
+  const data = copyRect(pixels.data, pixels.width, 3, left, top, width, height);
+  if (!pixels.alpha) return { data, width, height };
+  return { data, width, height, alpha: copyRect(pixels.alpha, pixels.width, 1, left, top, width, height) };
+}
+
+function copyRect(
+  source: Buffer,
+  sourceWidth: number,
+  bytesPerPixel: number,
+  left: number,
+  top: number,
+  width: number,
+  height: number,
+): Buffer {
+  const data = Buffer.allocUnsafe(width * height * bytesPerPixel);
+  const rowBytes = width * bytesPerPixel;
   for (let y = 0; y < height; y++) {
-    const start = ((top + y) * pixels.width + left) * 3;
-    pixels.data.copy(data, y * rowBytes, start, start + rowBytes);
+    const start = ((top + y) * sourceWidth + left) * bytesPerPixel;
+    source.copy(data, y * rowBytes, start, start + rowBytes);
   }
-  return { data, width, height };
+  return data;
 }
 
 function clampInt(value: number, min: number, max: number): number {

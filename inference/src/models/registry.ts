@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { Runtime } from '../runtime/runtime.ts';
+import { loadColorsTask } from './colors/colors-task.ts';
 import { loadDetectTask } from './detect/detect-task.ts';
 import { DEFAULT_LABEL_MAP_FILE } from './detect/label-map.ts';
 import { loadEmbedder } from './embed/embedder.ts';
@@ -19,5 +20,6 @@ export async function loadModels(runtime: Runtime): Promise<ModelRegistry> {
   return new Map<Task, TaskModel>([
     ['embed', embedder],
     ['detect', detect],
+    ['colors', loadColorsTask()],
   ]);
 }

@@ -1,7 +1,7 @@
 import type { ImageView } from '../image/view.ts';
 
 /** The tasks a /predict request can ask for; each answers under its own key. */
-export const TASKS = ['embed', 'detect'] as const;
+export const TASKS = ['embed', 'detect', 'colors'] as const;
 export type Task = (typeof TASKS)[number];
 
 export function isTask(name: string): name is Task {

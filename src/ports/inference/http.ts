@@ -25,7 +25,8 @@ export function httpInference(baseUrl: string, config: { timeoutMs: number }): I
       const incomplete =
         !prediction?.image ||
         (tasks.includes('embed') && !Array.isArray(prediction.embed?.vector)) ||
-        (tasks.includes('detect') && !Array.isArray(prediction.detect?.objects));
+        (tasks.includes('detect') && !Array.isArray(prediction.detect?.objects)) ||
+        (tasks.includes('colors') && !Array.isArray(prediction.colors?.palette));
       if (incomplete) throw new InferenceUnavailableError('inference answered an unexpected body');
       return prediction;
     },

@@ -1,6 +1,9 @@
 /** The inference port: one call runs every asked task on one image (DESIGN.md: `POST /predict {image, tasks}`). */
 
-export type Task = 'embed' | 'detect';
+export type Task = 'embed' | 'detect' | 'colors';
+
+/** A dominant colour: `hex` is `rrggbb`, `ratio` its share of the image (or object), 0 to 1. */
+export type PaletteColor = { hex: string; ratio: number };
 
 /** x1, y1, x2, y2 in the original image's pixels; (0,0) is the top-left corner. */
 export type Box = [number, number, number, number];
@@ -14,6 +17,8 @@ export type DetectedObject = {
   box: Box;
   /** The embed model's vector of the object's crop, comparable with whole-image vectors. */
   embedding: number[];
+  /** The object's own dominant colours, when `colors` was asked too. */
+  colors?: PaletteColor[];
 };
 
 export type Prediction = {
@@ -21,6 +26,8 @@ export type Prediction = {
   embed?: { model: string; dim: number; vector: number[] };
   /** Objects by descending score; `types` are every type the loaded detector can report. */
   detect?: { model: string; types: string[]; objects: DetectedObject[] };
+  /** Dominant colours by descending ratio, measured in CIELAB, transparent pixels and a plain background left out. */
+  colors?: { model: string; palette: PaletteColor[] };
 };
 
 export type PredictOptions = {

@@ -1,5 +1,6 @@
 import { cropView, type ImageView } from '../../image/view.ts';
 import type { Runtime } from '../../runtime/runtime.ts';
+import type { PaletteColor } from '../colors/palette.ts';
 import type { Embedder } from '../embed/embedder.ts';
 import type { TaskModel } from '../task-model.ts';
 import { loadCenterNet } from './centernet.ts';
@@ -17,6 +18,13 @@ export type DetectedObjectResult = {
   readonly box: [number, number, number, number];
   /** The embed model's vector for the object's crop (box plus margin): comparable with whole-image embeddings. */
   readonly embedding: number[];
+  /** The dominant colours of the object's box (no margin), when the colors task was asked too. */
+  readonly colors?: PaletteColor[];
+};
+
+export type DetectOptions = {
+  /** Given when the colors task is asked too: the palette of a view, run on each object's box. */
+  readonly objectColors?: (crop: ImageView) => PaletteColor[];
 };
 
 export type DetectResult = {
@@ -47,13 +55,14 @@ export class DetectTask implements TaskModel {
     this.#embedder = embedder;
   }
 
-  async predict(view: ImageView): Promise<DetectResult> {
+  async predict(view: ImageView, options: DetectOptions = {}): Promise<DetectResult> {
     const detections = await this.#detector.detect(view.pixels, DETECT_MIN_SCORE);
     const objects: DetectedObjectResult[] = [];
     for (const object of selectObjects(detections, this.#labelMap, view)) {
       const crop = cropView(view, cropBoxWithMargin(object.box, view));
       const embedding = Array.from(await this.#embedder.embed(crop.pixels));
-      objects.push({ ...object, score: roundScore(object.score), box: [...object.box], embedding });
+      const result: DetectedObjectResult = { ...object, score: roundScore(object.score), box: [...object.box], embedding };
+      objects.push(options.objectColors ? { ...result, colors: options.objectColors(cropView(view, object.box)) } : result);
     }
     return { model: this.modelId, types: this.types, objects };
   }
