@@ -6,7 +6,8 @@ import { UndecodableImageError, type Prediction } from '../ports/inference/types
 import { imageBlobKey, putImageBlob } from '../storage/blobs';
 import { upsertImage } from '../storage/images';
 import { getPendingItem, settleItem, type PendingItem } from '../storage/transactions';
-import { writeImageVectors } from '../storage/vectors';
+import { getSchema } from '../storage/apps';
+import { vectorMetadata, writeImageVectors } from '../storage/vectors';
 import { DownloadError, downloadImage } from './download';
 import type { InsertMessage } from './message';
 
@@ -61,7 +62,8 @@ async function ingest(env: Env, item: PendingItem): Promise<void> {
     objectCount: objects.length,
     colors: prediction.colors!.palette,
   });
-  await writeImageVectors(env, { ...image, appId: item.appId }, prediction.embed!.vector, prediction.colors!.palette, objects);
+  const metadata = vectorMetadata(item.metadata, await getSchema(env.DB, item.appId));
+  await writeImageVectors(env, { ...image, appId: item.appId, metadata }, prediction.embed!.vector, prediction.colors!.palette, objects);
   await settleItem(env.DB, item.transId, item.index, { state: 'done' });
 }
 

@@ -4,7 +4,7 @@ import { requireAdmin } from '../auth/admin';
 import type { AppEnv } from '../env';
 import { invalidParameter, ApiError } from '../http/envelope';
 import { endpoint } from '../http/middleware';
-import { createApp, FIELD_TYPES, getApp, getSchema, replaceSchema, setLimits, type AppRecord } from '../storage/apps';
+import { createApp, FIELD_TYPES, getApp, getSchema, replaceSchema, updateSettings, type AppRecord } from '../storage/apps';
 
 /** Field names as `/insert` parameters can carry them: no brackets, and not the two reserved keys. */
 const FIELD_NAME = /^[A-Za-z0-9_\-.:]{1,64}$/;
@@ -27,7 +27,7 @@ const schemaBody = z.object({
 });
 
 const limit = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable().optional();
-const limitsBody = z.object({ image_limit: limit, pending_limit: limit });
+const settingsBody = z.object({ image_limit: limit, pending_limit: limit, text_default_operator: z.enum(['AND', 'OR']).optional() });
 
 const describe = (app: AppRecord) => ({
   app_id: app.id,
@@ -36,6 +36,7 @@ const describe = (app: AppRecord) => ({
   created_at: app.createdAt,
   image_limit: app.limits.imageLimit,
   pending_limit: app.limits.pendingLimit,
+  text_default_operator: app.textDefaultOperator,
 });
 
 async function readJson<T>(c: Context<AppEnv>, schema: z.ZodType<T>): Promise<T> {
@@ -71,11 +72,18 @@ adminRoutes.get('/apps/:app_id', async (c) => {
   return c.json({ status: 'OK', ...describe(app), schema: { fields: await getSchema(c.env.DB, app.id) } });
 });
 
-/** Operator limits: `image_limit` (collection size) and `pending_limit` (images waiting to be processed); null lifts one. */
+/**
+ * Operator settings: `image_limit` (collection size) and `pending_limit` (images waiting to be processed), null
+ * lifting one; `text_default_operator` (AND or OR) between adjacent words of a text `fq`.
+ */
 adminRoutes.patch('/apps/:app_id', async (c) => {
   const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
-  const body = await readJson(c, limitsBody);
-  await setLimits(c.env.DB, app.id, { imageLimit: body.image_limit, pendingLimit: body.pending_limit });
+  const body = await readJson(c, settingsBody);
+  await updateSettings(c.env.DB, app.id, {
+    imageLimit: body.image_limit,
+    pendingLimit: body.pending_limit,
+    textDefaultOperator: body.text_default_operator,
+  });
   return c.json({ status: 'OK', ...describe(await appOrNotFound(c.env.DB, app.id)) });
 });
 

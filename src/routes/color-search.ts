@@ -4,10 +4,9 @@ import type { AppEnv } from '../env';
 import { endpoint } from '../http/middleware';
 import { paletteVector } from '../search/color-embedding';
 import { readColorQuery } from '../search/color-query';
-import { readPaging } from '../search/paging';
+import { readSearchOptions } from '../search/options';
 import { requireCollection } from '../search/collection';
 import { searchSimilar } from '../search/similar';
-import { requestedFields } from '../search/value-map';
 import { getSchema } from '../storage/apps';
 
 export const colorSearchRoutes = new Hono<AppEnv>();
@@ -16,20 +15,18 @@ export const colorSearchRoutes = new Hono<AppEnv>();
 colorSearchRoutes.get('/colorsearch', endpoint('colorsearch', 'search'), authenticate({ allowAppKey: true }), async (c) => {
   const { params, app } = c.var;
   const colors = readColorQuery(params, Number(c.env.COLOR_SEARCH_MAX_COLORS));
-  const paging = readPaging(params);
-  const withScore = params.boolean('score', false);
-  const fields = requestedFields(params, await getSchema(c.env.DB, app.id));
+  const options = readSearchOptions(params, await getSchema(c.env.DB, app.id), app, { limitName: 'limit', allowGroupBy: true });
   await requireCollection(c.env.DB, app.id);
 
-  const page = await searchSimilar(c.env, { appId: app.id, space: 'color', vector: paletteVector(colors), paging, withScore, fields });
+  const page = await searchSimilar(c.env, { appId: app.id, space: 'color', vector: paletteVector(colors) }, options);
   return c.json({
     status: 'OK',
     method: 'colorsearch',
     error: [],
-    page: paging.page,
-    limit: paging.limit,
-    total: page.total,
-    result: page.result,
+    page: options.paging.page,
+    limit: options.paging.limit,
+    ...page,
+    ...(options.qinfo ? { qinfo: { colors } } : {}),
     reqid: c.var.reqid,
   });
 });

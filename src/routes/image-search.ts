@@ -12,13 +12,12 @@ import {
   readSensitivity,
   typeList,
 } from '../search/detection';
-import { readPaging } from '../search/paging';
+import { readSearchOptions } from '../search/options';
 import { requireCollection } from '../search/collection';
 import { analyzeQuery } from '../search/query-analysis';
 import { resolveQueryImage } from '../search/query-image';
 import { readRegion } from '../search/region';
 import { searchSimilar } from '../search/similar';
-import { requestedFields } from '../search/value-map';
 import { getSchema } from '../storage/apps';
 
 export const imageSearchRoutes = new Hono<AppEnv>();
@@ -27,26 +26,28 @@ export const imageSearchRoutes = new Hono<AppEnv>();
  * What both upload searches do first: read and check the parameters, then resolve, keep and analyse the query
  * image. Parameters are checked before anything is downloaded or processed.
  */
-async function prepare(c: Context<AppEnv>, options: { limitName: string; allowPoints: boolean }) {
+async function prepare(c: Context<AppEnv>, endpoint: { limitName: string; allowPoints: boolean }) {
   const { params, app } = c.var;
-  const paging = readPaging(params, options.limitName);
-  const region = readRegion(params, { allowPoints: options.allowPoints });
+  // Spec 4.6: group_by is not supported by /discoversearch, the one endpoint with points.
+  const options = readSearchOptions(params, await getSchema(c.env.DB, app.id), app, {
+    limitName: endpoint.limitName,
+    allowGroupBy: !endpoint.allowPoints,
+  });
+  const region = readRegion(params, { allowPoints: endpoint.allowPoints });
   const sensitivity = readSensitivity(params);
-  const withScore = params.boolean('score', false);
-  const fields = requestedFields(params, await getSchema(c.env.DB, app.id));
   await requireCollection(c.env.DB, app.id);
 
   const query = await resolveQueryImage(c.env, app.id, params);
   const analysis = await analyzeQuery(c.env, query, region);
   const mode = detectionMode(params.string('detection'), analysis.types);
   const search = (vector: number[], objectType: string | undefined) =>
-    searchSimilar(c.env, { appId: app.id, space: 'visual', vector, objectType, paging, withScore, fields });
-  return { paging, region, sensitivity, query, analysis, mode, search };
+    searchSimilar(c.env, { appId: app.id, space: 'visual', vector, objectType }, options);
+  return { options, paging: options.paging, region, sensitivity, query, analysis, mode, search };
 }
 
 /** Search by image (spec 4.5): the primary object (or the object at a point, or the box) is searched. */
 imageSearchRoutes.post('/uploadsearch', endpoint('uploadsearch', 'search'), authenticate({ allowAppKey: true }), async (c) => {
-  const { paging, region, sensitivity, query, analysis, mode, search } = await prepare(c, { limitName: 'limit', allowPoints: false });
+  const { options, paging, region, sensitivity, query, analysis, mode, search } = await prepare(c, { limitName: 'limit', allowPoints: false });
   const point = region.kind === 'points' ? region.points[0] : undefined;
   const detected = point ? [objectAt(analysis.objects, mode, point)].filter((object) => object !== undefined) : keptObjects(analysis.objects, mode, sensitivity);
   const primary: DetectedObject | undefined = detected[0];
@@ -58,11 +59,11 @@ imageSearchRoutes.post('/uploadsearch', endpoint('uploadsearch', 'search'), auth
     error: [],
     page: paging.page,
     limit: paging.limit,
-    total: page.total,
     product_types: detected.map(describeObject),
     product_types_list: typeList(analysis.types),
-    result: page.result,
+    ...page,
     im_id: query.imId,
+    ...(options.qinfo ? { qinfo: { im_id: query.imId, box: primary?.box ?? analysis.region.box, type: primary?.type ?? null } } : {}),
     reqid: c.var.reqid,
   });
 });
@@ -70,7 +71,7 @@ imageSearchRoutes.post('/uploadsearch', endpoint('uploadsearch', 'search'), auth
 /** Multiple product search (spec 4.6): every detected object (or the object at each point) gets its own results. */
 imageSearchRoutes.post('/discoversearch', endpoint('discoversearch', 'search'), authenticate({ allowAppKey: true }), async (c) => {
   const detectionLimit = c.var.params.integer('detection_limit', DETECTION_LIMIT);
-  const { paging, region, sensitivity, query, analysis, mode, search } = await prepare(c, {
+  const { options, paging, region, sensitivity, query, analysis, mode, search } = await prepare(c, {
     limitName: 'result_limit',
     allowPoints: true,
   });
@@ -90,7 +91,7 @@ imageSearchRoutes.post('/discoversearch', endpoint('discoversearch', 'search'), 
   const objects = await Promise.all(
     targets.map(async ({ object, objectType }) => {
       const page = await search(object.embedding, objectType);
-      return { ...describeObject(object), total: page.total, result: page.result };
+      return { ...describeObject(object), ...page };
     }),
   );
   return c.json({
@@ -103,6 +104,7 @@ imageSearchRoutes.post('/discoversearch', endpoint('discoversearch', 'search'), 
     objects,
     object_types_list: typeList(analysis.types),
     im_id: query.imId,
+    ...(options.qinfo ? { qinfo: { im_id: query.imId, box: analysis.region.box, detection: mode.kind === 'type' ? mode.type : mode.kind } } : {}),
     reqid: c.var.reqid,
   });
 });

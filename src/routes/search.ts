@@ -4,9 +4,9 @@ import type { AppEnv } from '../env';
 import { ApiError } from '../http/envelope';
 import { SEARCH_ERRORS } from '../http/messages';
 import { endpoint } from '../http/middleware';
-import { readPaging } from '../search/paging';
+import { readSearchOptions } from '../search/options';
 import { searchSimilar } from '../search/similar';
-import { requestedFields } from '../search/value-map';
+import { fetchableFields, toValueMap } from '../search/value-map';
 import { getSchema } from '../storage/apps';
 import { findImageByName } from '../storage/images';
 import { isImagePending } from '../storage/transactions';
@@ -18,9 +18,8 @@ export const searchRoutes = new Hono<AppEnv>();
 searchRoutes.get('/search', endpoint('search', 'search'), authenticate({ allowAppKey: true }), async (c) => {
   const { params, app } = c.var;
   const imName = params.required('im_name', new ApiError(400, SEARCH_ERRORS.imageNotFound));
-  const paging = readPaging(params);
-  const withScore = params.boolean('score', false);
-  const fields = requestedFields(params, await getSchema(c.env.DB, app.id));
+  const schema = await getSchema(c.env.DB, app.id);
+  const options = readSearchOptions(params, schema, app, { limitName: 'limit', allowGroupBy: true });
 
   const image = await findImageByName(c.env.DB, app.id, imName);
   const stillProcessing = new ApiError(404, SEARCH_ERRORS.stillProcessing);
@@ -31,15 +30,15 @@ searchRoutes.get('/search', endpoint('search', 'search'), authenticate({ allowAp
   const [stored] = await imageVectors(c.env).getByIds([String(image.id)]);
   if (!stored) throw stillProcessing;
 
-  const page = await searchSimilar(c.env, { appId: app.id, space: 'visual', vector: stored.values, paging, withScore, fields, excludeIds: [image.id] });
+  const page = await searchSimilar(c.env, { appId: app.id, space: 'visual', vector: stored.values, excludeIds: [image.id] }, options);
   return c.json({
     status: 'OK',
     method: 'search',
     error: [],
-    page: paging.page,
-    limit: paging.limit,
-    total: page.total,
-    result: page.result,
+    page: options.paging.page,
+    limit: options.paging.limit,
+    ...page,
+    ...(options.qinfo ? { qinfo: { im_name: image.im_name, value_map: toValueMap(image.metadata, fetchableFields(schema)) } } : {}),
     reqid: c.var.reqid,
   });
 });

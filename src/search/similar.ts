@@ -1,12 +1,18 @@
 import type { Env } from '../env';
+import { matches, pushDown, type Filter } from '../filter';
+import type { VectorFilter } from '../ports/vector-index/types';
 import { VECTORIZE_LIMITS } from '../ports/vector-index/limits';
 import { getImagesByIds, type ImageRow } from '../storage/images';
-import { colorVectors, imageIdOfVector, imageVectors, objectVectors } from '../storage/vectors';
-import { MAX_RESULTS, type Paging } from './paging';
+import { colorVectors, imageIdOfVector, imageVectors, objectVectors, vectorMetadataKey } from '../storage/vectors';
+import { facetsOf, type Facet } from './facets';
+import type { SearchOptions } from './options';
+import { MAX_RESULTS } from './paging';
 import { toValueMap } from './value-map';
 
 export type ResultItem = { im_name: string; score?: number; value_map?: Record<string, string> };
-export type SearchPage = { total: number; result: ResultItem[] };
+export type GroupedResults = { group_by_key: string; group_limit: number; group_results: { group_by_value: string; result: ResultItem[] }[] };
+/** What a search adds to its endpoint's envelope: `total`, then `result` or the grouped results, and `facets`. */
+export type SearchPage = { total: number } & ({ result: ResultItem[] } | GroupedResults) & { facets?: Facet[] };
 
 export type SimilarQuery = {
   appId: string;
@@ -21,10 +27,6 @@ export type SimilarQuery = {
    * images with no detected object. Absent: whole images against whole images.
    */
   objectType?: string | undefined;
-  paging: Paging;
-  withScore: boolean;
-  /** Metadata fields to return in `value_map`; null for none. */
-  fields: string[] | null;
   /** Image ids never returned, e.g. the query image itself. */
   excludeIds?: number[];
 };
@@ -33,17 +35,31 @@ export type SimilarQuery = {
 export const toScore = (cosine: number): number => Math.min(1, Math.max(0, cosine));
 
 type Candidate = { imageId: number; score: number; fromObject: boolean };
+type Ranked = { image: ImageRow; score: number };
 
-/** Nearest vectors in the application's namespace. The depth is fixed, not derived from the page, so `total` and the ranking agree across pages. */
-async function candidates(env: Env, query: SimilarQuery, depth: number): Promise<Candidate[]> {
-  const options = { topK: depth, namespace: query.appId };
+/**
+ * The part of the filter the vector index applies itself (equality, `in` and ranges on string, int and float fields
+ * whose names are metadata keys), so that a filtered query still fills its depth with matching images. Every filter
+ * is checked exactly again after the query.
+ */
+function indexFilter(filter: Filter): VectorFilter | undefined {
+  const conditions = filter.conditions.filter((condition) => vectorMetadataKey(condition.field) !== undefined);
+  const pushed = pushDown({ conditions, ignoredFields: [] }).vectorFilter;
+  if (!pushed) return undefined;
+  return Object.fromEntries(Object.entries(pushed).map(([field, condition]) => [vectorMetadataKey(field)!, condition]));
+}
+
+/** Nearest vectors in the application's namespace, at a fixed depth so that `total` and ranks agree across pages. */
+async function candidates(env: Env, query: SimilarQuery, filter: Filter, depth: number): Promise<Candidate[]> {
+  const pushed = indexFilter(filter);
+  const options = { topK: depth, namespace: query.appId, ...(pushed ? { filter: pushed } : {}) };
   if (query.space === 'color') {
-    const matches = await colorVectors(env).query(query.vector, options);
-    return matches.map((match) => ({ imageId: imageIdOfVector(match.id), score: toScore(match.score), fromObject: false }));
+    const found = await colorVectors(env).query(query.vector, options);
+    return found.map((match) => ({ imageId: imageIdOfVector(match.id), score: toScore(match.score), fromObject: false }));
   }
   const [wholeImages, objects] = await Promise.all([
     imageVectors(env).query(query.vector, options),
-    query.objectType === undefined ? [] : objectVectors(env).query(query.vector, { ...options, filter: { type: query.objectType } }),
+    query.objectType === undefined ? [] : objectVectors(env).query(query.vector, { ...options, filter: { ...pushed, type: query.objectType } }),
   ]);
   return [
     ...wholeImages.map((match) => ({ imageId: imageIdOfVector(match.id), score: toScore(match.score), fromObject: false })),
@@ -55,35 +71,83 @@ async function candidates(env: Env, query: SimilarQuery, depth: number): Promise
 const admissible = (candidate: Candidate, image: ImageRow, query: SimilarQuery): boolean =>
   query.objectType === undefined || candidate.fromObject || image.object_count === 0;
 
+const cosine = (a: number[], b: number[]): number => a.reduce((sum, value, i) => sum + value * b[i]!, 0);
+
+/** Float32 storage leaves identical images a hair below cosine 1. */
+const SAME_VECTOR = 1e-5;
+
+/** Drops each result whose own vector is within `threshold` (1 − cosine) of a better-ranked kept result's. */
+async function dedup(env: Env, ranked: Ranked[], threshold: number): Promise<Ranked[]> {
+  const records = await imageVectors(env).getByIds(ranked.map(({ image }) => String(image.id)));
+  const vectors = new Map(records.map((record) => [record.id, record.values]));
+  const kept: { entry: Ranked; vector: number[] | undefined }[] = [];
+  for (const entry of ranked) {
+    const vector = vectors.get(String(entry.image.id));
+    const duplicate = vector && kept.some((other) => other.vector && 1 - cosine(vector, other.vector) <= threshold + SAME_VECTOR);
+    if (!duplicate) kept.push({ entry, vector });
+  }
+  return kept.map(({ entry }) => entry);
+}
+
+const compareBy = (field: string, direction: 'asc' | 'desc') => (a: Ranked, b: Ranked): number => {
+  const left = a.image.metadata[field];
+  const right = b.image.metadata[field];
+  if (left === undefined || right === undefined) return left === right ? 0 : left === undefined ? 1 : -1; // missing last
+  const order = left < right ? -1 : left > right ? 1 : 0;
+  return direction === 'asc' ? order : -order;
+};
+
 /**
  * The search pipeline: nearest vectors, joined with D1 so that removed images and other applications' vectors never
- * show, each image once with its best score, ranked by descending score, then paged.
+ * show, each image once with its best score, then the advanced parameters (spec 4.8): filter, score range, dedup,
+ * facets over the top 1000, grouping or paging, and sorting within the page.
  */
-export async function searchSimilar(env: Env, query: SimilarQuery): Promise<SearchPage> {
+export async function searchSimilar(env: Env, query: SimilarQuery, options: SearchOptions): Promise<SearchPage> {
   const excluded = new Set(query.excludeIds ?? []);
-  const found = (await candidates(env, query, Math.min(MAX_RESULTS + excluded.size, VECTORIZE_LIMITS.maxTopK))).filter(
+  const found = (await candidates(env, query, options.filter, Math.min(MAX_RESULTS + excluded.size, VECTORIZE_LIMITS.maxTopK))).filter(
     (candidate) => !excluded.has(candidate.imageId),
   );
   const images = await getImagesByIds(env.DB, query.appId, [...new Set(found.map((candidate) => candidate.imageId))]);
 
-  const best = new Map<number, number>();
+  const best = new Map<number, Ranked>();
   for (const candidate of found) {
     const image = images.get(candidate.imageId);
-    if (!image || !admissible(candidate, image, query)) continue;
-    best.set(candidate.imageId, Math.max(best.get(candidate.imageId) ?? 0, candidate.score));
+    if (!image || !admissible(candidate, image, query) || !matches(options.filter, image.metadata)) continue;
+    if (candidate.score < options.scoreRange.min || candidate.score > options.scoreRange.max) continue;
+    if ((best.get(image.id)?.score ?? -1) < candidate.score) best.set(image.id, { image, score: candidate.score });
   }
-  const ranked = [...best]
-    .sort(([idA, a], [idB, b]) => b - a || idA - idB)
-    .slice(0, MAX_RESULTS);
+  let ranked = [...best.values()].sort((a, b) => b.score - a.score || a.image.id - b.image.id).slice(0, MAX_RESULTS);
+  if (options.dedup) ranked = await dedup(env, ranked, options.dedup.threshold);
 
-  const start = (query.paging.page - 1) * query.paging.limit;
-  const result = ranked.slice(start, start + query.paging.limit).map(([id, score]): ResultItem => {
-    const image = images.get(id)!;
-    return {
-      im_name: image.im_name,
-      ...(query.withScore ? { score } : {}),
-      ...(query.fields ? { value_map: toValueMap(image.metadata, query.fields) } : {}),
-    };
+  const item = ({ image, score }: Ranked): ResultItem => ({
+    im_name: image.im_name,
+    ...(options.withScore ? { score } : {}),
+    ...(options.fields ? { value_map: toValueMap(image.metadata, options.fields) } : {}),
   });
-  return { total: ranked.length, result };
+  const sortPage = (page: Ranked[]): Ranked[] =>
+    options.sortBy ? [...page].sort(compareBy(options.sortBy.field, options.sortBy.direction)) : page;
+  const { page, limit } = options.paging;
+  const facets = options.facets ? { facets: facetsOf(ranked.map(({ image }) => image.metadata), options.facets) } : {};
+
+  if (options.groupBy) {
+    const { field, limit: groupLimit } = options.groupBy;
+    const groups = new Map<string, Ranked[]>();
+    for (const entry of ranked) {
+      const value = entry.image.metadata[field];
+      if (value === undefined) continue;
+      const group = groups.get(String(value)) ?? [];
+      group.push(entry);
+      groups.set(String(value), group);
+    }
+    const shown = [...groups].slice((page - 1) * groupLimit, page * groupLimit);
+    return {
+      total: ranked.length,
+      group_by_key: field,
+      group_limit: groupLimit,
+      group_results: shown.map(([value, members]) => ({ group_by_value: value, result: sortPage(members.slice(0, limit)).map(item) })),
+      ...facets,
+    };
+  }
+  const start = (page - 1) * limit;
+  return { total: ranked.length, result: sortPage(ranked.slice(start, start + limit)).map(item), ...facets };
 }

@@ -6,8 +6,10 @@ import type { ImageMetadata } from '../storage/images';
  * The metadata fields a search returns in `value_map` (spec 4.8): those named by `fl`, or every fetchable one with
  * `get_all_fl=true`. Fields outside the schema are ignored, and text fields are never fetchable. Null: no value_map.
  */
+export const fetchableFields = (schema: SchemaField[]): string[] => schema.filter((field) => field.type !== 'text').map((field) => field.name);
+
 export function requestedFields(params: RequestParams, schema: SchemaField[]): string[] | null {
-  const fetchable = schema.filter((field) => field.type !== 'text').map((field) => field.name);
+  const fetchable = fetchableFields(schema);
   if (params.boolean('get_all_fl', false)) return fetchable;
   const named = params.strings('fl').flatMap((value) => value.split(',')).map((name) => name.trim());
   if (named.length === 0) return null;

@@ -7,7 +7,16 @@ export type SchemaField = { name: string; type: FieldType; searchable: boolean }
 
 /** Operator limits of an application; null means unlimited. */
 export type AppLimits = { imageLimit: number | null; pendingLimit: number | null };
-export type AppRecord = { id: string; name: string; accessKey: string; createdAt: string; limits: AppLimits };
+export type TextOperator = 'AND' | 'OR';
+export type AppRecord = {
+  id: string;
+  name: string;
+  accessKey: string;
+  createdAt: string;
+  limits: AppLimits;
+  /** The operator between adjacent words of a text `fq`. */
+  textDefaultOperator: TextOperator;
+};
 export type AppCredentials = { app_id: string; access_key: string; secret_key: string; app_key: string };
 
 type AppRow = {
@@ -18,6 +27,7 @@ type AppRow = {
   created_at: string;
   image_limit: number | null;
   pending_limit: number | null;
+  text_default_operator: TextOperator;
 };
 
 const toRecord = (row: AppRow): AppRecord => ({
@@ -26,6 +36,7 @@ const toRecord = (row: AppRow): AppRecord => ({
   accessKey: row.access_key,
   createdAt: row.created_at,
   limits: { imageLimit: row.image_limit, pendingLimit: row.pending_limit },
+  textDefaultOperator: row.text_default_operator,
 });
 
 /** Creates an application; its secret key and app key are returned once and kept only as digests. */
@@ -74,8 +85,10 @@ export async function findAppByAppKey(db: D1Database, appKey: string): Promise<A
   return row ? toRecord(row) : null;
 }
 
-export async function setLimits(db: D1Database, appId: string, limits: Partial<AppLimits>): Promise<void> {
-  const columns = { image_limit: limits.imageLimit, pending_limit: limits.pendingLimit };
+export type AppSettings = Partial<AppLimits> & { textDefaultOperator?: TextOperator | undefined };
+
+export async function updateSettings(db: D1Database, appId: string, settings: AppSettings): Promise<void> {
+  const columns = { image_limit: settings.imageLimit, pending_limit: settings.pendingLimit, text_default_operator: settings.textDefaultOperator };
   const changes = Object.entries(columns).filter(([, value]) => value !== undefined);
   if (changes.length === 0) return;
   await db

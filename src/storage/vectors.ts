@@ -2,7 +2,9 @@ import type { Env } from '../env';
 import type { DetectedObject, PaletteColor } from '../ports/inference/types';
 import { paletteVector } from '../search/color-embedding';
 import { vectorIndex } from '../ports/vector-index';
-import type { VectorIndex } from '../ports/vector-index/types';
+import type { VectorIndex, VectorMetadata } from '../ports/vector-index/types';
+import type { SchemaField } from './apps';
+import type { ImageMetadata } from './images';
 
 /**
  * How the catalog lives in the vector indexes. Each image has one whole-image vector in the image index (id: the
@@ -30,20 +32,23 @@ export const imageIdOfVector = (vectorId: string): number => Number.parseInt(vec
  */
 export async function writeImageVectors(
   env: Env,
-  image: { id: number; appId: string; previousObjectCount: number },
+  image: { id: number; appId: string; previousObjectCount: number; metadata: VectorMetadata },
   vector: number[],
   palette: PaletteColor[],
   objects: DetectedObject[],
 ): Promise<void> {
   const namespace = image.appId;
   const objectIds = objectVectorIds(image.id, 0, objects.length);
-  await imageVectors(env).upsert([{ id: String(image.id), namespace, values: vector }]);
+  const { metadata } = image;
+  await imageVectors(env).upsert([{ id: String(image.id), namespace, values: vector, metadata }]);
   await colorVectors(env).upsert([
-    { id: String(image.id), namespace, values: paletteVector(palette) },
-    ...objects.map((object, k) => ({ id: objectIds[k]!, namespace, values: paletteVector(object.colors ?? []) })),
+    { id: String(image.id), namespace, values: paletteVector(palette), metadata },
+    ...objects.map((object, k) => ({ id: objectIds[k]!, namespace, values: paletteVector(object.colors ?? []), metadata })),
   ]);
   if (objects.length > 0) {
-    await objectVectors(env).upsert(objects.map((object, k) => ({ id: objectIds[k]!, namespace, values: object.embedding, metadata: { type: object.type } })));
+    await objectVectors(env).upsert(
+      objects.map((object, k) => ({ id: objectIds[k]!, namespace, values: object.embedding, metadata: { ...metadata, type: object.type } })),
+    );
   }
   const stale = objectVectorIds(image.id, objects.length, image.previousObjectCount);
   if (stale.length > 0) {
@@ -59,4 +64,22 @@ export async function deleteImageVectors(env: Env, images: { id: number; object_
   await imageVectors(env).deleteByIds(imageIds);
   await colorVectors(env).deleteByIds([...imageIds, ...objectIds]);
   if (objectIds.length > 0) await objectVectors(env).deleteByIds(objectIds);
+}
+
+/** Metadata keys in vectors: prefixed, so a field named `type` cannot meet the object type. */
+const METADATA_KEY = /^[A-Za-z0-9_-]{1,48}$/;
+export const vectorMetadataKey = (field: string): string | undefined => (METADATA_KEY.test(field) ? `m_${field}` : undefined);
+
+/**
+ * The metadata a vector carries so that filters can be pushed down to the index: the searchable string, int and
+ * float fields whose names are valid metadata keys. Text fields are matched only after the query.
+ */
+export function vectorMetadata(metadata: ImageMetadata, schema: SchemaField[]): VectorMetadata {
+  const carried: VectorMetadata = {};
+  for (const field of schema) {
+    const key = vectorMetadataKey(field.name);
+    const value = metadata[field.name];
+    if (key && field.searchable && field.type !== 'text' && value !== undefined) carried[key] = value;
+  }
+  return carried;
 }

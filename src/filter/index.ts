@@ -1,0 +1,17 @@
+/** The fq filter language (spec 4.9): parsing, matching, pushing down to Vectorize, canonical form. */
+export { FilterError } from './errors';
+export { describeFilter, formatCondition, formatTextExpr } from './format';
+export { matches, matchesCondition, parseFilters } from './filter';
+export { parseCondition, splitFq, type FqParts } from './parser';
+export { isFullyPushedDown, pushDown, toVectorFilter, type PushDown } from './pushdown';
+export { delimiterCodePoints, isDelimiter, isDelimiterCodePoint, tokenize } from './tokens';
+export {
+  MAX_FQ_LENGTH,
+  MAX_PAREN_DEPTH,
+  type Condition,
+  type DefaultOperator,
+  type Filter,
+  type FilterOptions,
+  type NumericType,
+  type TextExpr,
+} from './types';

@@ -1,0 +1,55 @@
+import { VECTORIZE_LIMITS } from '../ports/vector-index/limits';
+import type { VectorFilter } from '../ports/vector-index/types';
+import type { Condition, Filter } from './types';
+
+/**
+ * The part of a filter Vectorize can apply itself (its metadata filter is an AND of per-field operators):
+ * a string value → `$eq`, several string values → `$in`, an exact number → `$eq`, a range → `$gte` + `$lte`.
+ * Text conditions never go down. Conditions are pushed in order while the JSON filter stays within Vectorize's
+ * 2048-byte limit; one that would overflow it stays behind.
+ *
+ * `vectorFilter` holds for every image the filter matches (given the vectors carry the same metadata values), and
+ * `matches(filter, m)` equals `vectorFilter(m) && matches(residual, m)`.
+ */
+export type PushDown = { vectorFilter: VectorFilter | undefined; residual: Filter };
+
+const vectorCondition = (condition: Condition): VectorFilter[string] | undefined => {
+  switch (condition.kind) {
+    case 'string':
+      return condition.values.length === 1 ? { $eq: condition.values[0]! } : { $in: condition.values };
+    case 'number':
+      return { $eq: condition.value };
+    case 'range':
+      return { $gte: condition.min, $lte: condition.max };
+    case 'text':
+      return undefined;
+  }
+};
+
+const byteLength = (text: string): number => new TextEncoder().encode(text).byteLength;
+
+export function pushDown(filter: Filter): PushDown {
+  const vectorFilter: VectorFilter = {};
+  const residual: Condition[] = [];
+  for (const condition of filter.conditions) {
+    const pushed = vectorCondition(condition);
+    if (pushed !== undefined) {
+      const candidate = { ...vectorFilter, [condition.field]: pushed };
+      if (byteLength(JSON.stringify(candidate)) <= VECTORIZE_LIMITS.maxFilterBytes) {
+        vectorFilter[condition.field] = pushed;
+        continue;
+      }
+    }
+    residual.push(condition);
+  }
+  return {
+    vectorFilter: Object.keys(vectorFilter).length > 0 ? vectorFilter : undefined,
+    residual: { conditions: residual, ignoredFields: filter.ignoredFields },
+  };
+}
+
+/** The Vectorize metadata filter for the part of `filter` it can apply, or undefined when there is none. */
+export const toVectorFilter = (filter: Filter): VectorFilter | undefined => pushDown(filter).vectorFilter;
+
+/** Whether Vectorize's filter alone decides the whole filter, so no image needs checking afterwards. */
+export const isFullyPushedDown = (filter: Filter): boolean => pushDown(filter).residual.conditions.length === 0;
