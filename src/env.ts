@@ -12,8 +12,14 @@ export interface Env {
   LOCAL_VECTOR_INDEX: DurableObjectNamespace<LocalVectorIndex>;
   /** Base URL of the bundled inference service. */
   INFERENCE_URL: string;
-  /** Which vector index adapter to use; only `local` exists so far. */
+  /** Which vector index adapter to use: `local` (the Durable Object) or `vectorize`. */
   VECTOR_INDEX: string;
+  /** Vectorize indexes, bound in the deploy environments only. */
+  VECTORIZE_IMAGES?: Vectorize;
+  VECTORIZE_OBJECTS?: Vectorize;
+  VECTORIZE_COLORS?: Vectorize;
+  /** Namespaces each application's vectors are spread over (`src/ports/vector-index/sharded.ts`). */
+  VECTOR_INDEX_SHARDS: string;
   /** Total time allowed to download an inserted image, in milliseconds. */
   IMAGE_DOWNLOAD_TIMEOUT_MS: string;
   /** Colours a `/colorsearch` may ask for (spec 8: 5 by default, raisable by the operator). */

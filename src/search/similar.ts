@@ -1,7 +1,6 @@
 import type { Env } from '../env';
 import { matches, pushDown, type Filter } from '../filter';
 import type { VectorFilter } from '../ports/vector-index/types';
-import { VECTORIZE_LIMITS } from '../ports/vector-index/limits';
 import { getImagesByIds, type ImageRow } from '../storage/images';
 import { colorVectors, imageIdOfVector, imageVectors, objectVectors, vectorMetadataKey } from '../storage/vectors';
 import { facetsOf, type Facet } from './facets';
@@ -104,7 +103,7 @@ const compareBy = (field: string, direction: 'asc' | 'desc') => (a: Ranked, b: R
  */
 export async function searchSimilar(env: Env, query: SimilarQuery, options: SearchOptions): Promise<SearchPage> {
   const excluded = new Set(query.excludeIds ?? []);
-  const found = (await candidates(env, query, options.filter, Math.min(MAX_RESULTS + excluded.size, VECTORIZE_LIMITS.maxTopK))).filter(
+  const found = (await candidates(env, query, options.filter, Math.min(MAX_RESULTS + excluded.size, imageVectors(env).maxTopK))).filter(
     (candidate) => !excluded.has(candidate.imageId),
   );
   const images = await getImagesByIds(env.DB, query.appId, [...new Set(found.map((candidate) => candidate.imageId))]);

@@ -1,7 +1,7 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../../env';
 import { matchesFilter } from './filter';
-import { checkQuery, checkRecords, VectorLimitError } from './limits';
+import { checkQuery, checkRecords, VECTORIZE_LIMITS, VectorLimitError } from './limits';
 import type { VectorIndex, VectorMatch, VectorMetadata, VectorQuery, VectorRecord } from './types';
 
 type Entry = { id: string; namespace: string; values: Float32Array; norm: number; metadata: VectorMetadata | undefined };
@@ -37,6 +37,8 @@ const norm = (values: Float32Array): number => Math.sqrt(values.reduce((sum, val
  */
 export class LocalVectorIndex extends DurableObject<Env> {
   #entries: Map<string, Entry> | undefined;
+  /** The same entries by namespace, so a query scans only its own. */
+  #namespaces = new Map<string, Map<string, Entry>>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -51,7 +53,8 @@ export class LocalVectorIndex extends DurableObject<Env> {
     return row?.value;
   }
 
-  get #cache(): Map<string, Entry> {
+  /** Every entry, read from SQLite once per instance. */
+  #loaded(): Map<string, Entry> {
     if (!this.#entries) {
       this.#entries = new Map();
       const rows = this.ctx.storage.sql.exec<{ id: string; namespace: string; vector: ArrayBuffer; metadata: string | null }>(
@@ -60,10 +63,25 @@ export class LocalVectorIndex extends DurableObject<Env> {
       for (const row of rows) {
         const values = new Float32Array(row.vector);
         const metadata = row.metadata === null ? undefined : (JSON.parse(row.metadata) as VectorMetadata);
-        this.#entries.set(row.id, { id: row.id, namespace: row.namespace, values, norm: norm(values), metadata });
+        this.#remember({ id: row.id, namespace: row.namespace, values, norm: norm(values), metadata });
       }
     }
     return this.#entries;
+  }
+
+  #remember(entry: Entry): void {
+    this.#forget(entry.id);
+    this.#loaded().set(entry.id, entry);
+    const members = this.#namespaces.get(entry.namespace) ?? new Map<string, Entry>();
+    members.set(entry.id, entry);
+    this.#namespaces.set(entry.namespace, members);
+  }
+
+  #forget(id: string): void {
+    const entry = this.#loaded().get(id);
+    if (!entry) return;
+    this.#loaded().delete(id);
+    this.#namespaces.get(entry.namespace)?.delete(id);
   }
 
   upsert(records: VectorRecord[]): Outcome<void> {
@@ -91,7 +109,7 @@ export class LocalVectorIndex extends DurableObject<Env> {
         values.buffer,
         record.metadata ? JSON.stringify(record.metadata) : null,
       );
-      this.#cache.set(record.id, { id: record.id, namespace, values, norm: norm(values), metadata: record.metadata });
+      this.#remember({ id: record.id, namespace, values, norm: norm(values), metadata: record.metadata });
     }
   }
 
@@ -101,8 +119,8 @@ export class LocalVectorIndex extends DurableObject<Env> {
     const probeNorm = norm(probe) || 1;
     const namespace = query.namespace ?? DEFAULT_NAMESPACE;
     const scored: { entry: Entry; score: number }[] = [];
-    for (const entry of this.#cache.values()) {
-      if (entry.namespace !== namespace) continue;
+    this.#loaded();
+    for (const entry of this.#namespaces.get(namespace)?.values() ?? []) {
       if (query.filter && !matchesFilter(entry.metadata, query.filter)) continue;
       let dot = 0;
       for (let i = 0; i < probe.length; i++) dot += probe[i]! * entry.values[i]!;
@@ -119,7 +137,7 @@ export class LocalVectorIndex extends DurableObject<Env> {
 
   getByIds(ids: string[]): VectorRecord[] {
     return ids.flatMap((id) => {
-      const entry = this.#cache.get(id);
+      const entry = this.#loaded().get(id);
       if (!entry) return [];
       return [{ id, namespace: entry.namespace, values: [...entry.values], ...(entry.metadata ? { metadata: entry.metadata } : {}) }];
     });
@@ -128,7 +146,7 @@ export class LocalVectorIndex extends DurableObject<Env> {
   deleteByIds(ids: string[]): void {
     for (const id of ids) {
       this.ctx.storage.sql.exec('DELETE FROM vectors WHERE id = ?', id);
-      this.#cache.delete(id);
+      this.#forget(id);
     }
   }
 }
@@ -137,6 +155,7 @@ export class LocalVectorIndex extends DurableObject<Env> {
 export function localVectorIndex(namespace: DurableObjectNamespace<LocalVectorIndex>, indexName: string): VectorIndex {
   const stub = namespace.get(namespace.idFromName(indexName));
   return {
+    maxTopK: VECTORIZE_LIMITS.maxTopK,
     upsert: async (records) => unwrap(await stub.upsert(records)),
     query: async (vector, query) => unwrap(await stub.query(vector, query)),
     getByIds: async (ids) => stub.getByIds(ids),

@@ -30,6 +30,8 @@ export type VectorQuery = {
 export type VectorMatch = { id: string; score: number; values?: number[]; metadata?: VectorMetadata };
 
 export interface VectorIndex {
+  /** The largest topK one query may ask for. */
+  readonly maxTopK: number;
   upsert(records: VectorRecord[]): Promise<void>;
   query(vector: number[], query: VectorQuery): Promise<VectorMatch[]>;
   getByIds(ids: string[]): Promise<VectorRecord[]>;
