@@ -20,6 +20,7 @@ export default defineConfig({
           // Short enough for a test to watch a download time out.
           IMAGE_DOWNLOAD_TIMEOUT_MS: '5000',
           INFERENCE_URL: inject<string>('inferenceUrl'),
+          INFERENCE_SECRET: inject<string>('inferenceSecret'),
           FIXTURES_URL: inject<string>('fixturesUrl'),
         },
       },

@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { adminRequest, type AdminConfig } from './lib/admin-client.ts';
@@ -59,7 +60,9 @@ async function main(): Promise<void> {
   if (migrate.status !== 0) throw new Error('applying the D1 migrations failed');
 
   console.log(`Starting the inference service on 127.0.0.1:${inferencePort} (loading models)...`);
-  children.push(await startInference(inferencePort));
+  // A fresh shared secret per run: only this Worker can call this inference service.
+  const inferenceSecret = randomBytes(16).toString('hex');
+  children.push(await startInference(inferencePort, { secret: inferenceSecret }));
 
   const wrangler = spawn(
     wranglerBin,
@@ -69,6 +72,7 @@ async function main(): Promise<void> {
       '--port', String(port),
       '--var', `ADMIN_TOKEN:${admin.token}`,
       '--var', `INFERENCE_URL:http://127.0.0.1:${inferencePort}`,
+      '--var', `INFERENCE_SECRET:${inferenceSecret}`,
       '--show-interactive-dev-session=false',
     ],
     { stdio: ['ignore', 'inherit', 'inherit'], cwd: ROOT },

@@ -12,6 +12,8 @@ export interface Env {
   LOCAL_VECTOR_INDEX: DurableObjectNamespace<LocalVectorIndex>;
   /** Base URL of the bundled inference service. */
   INFERENCE_URL: string;
+  /** Bearer secret the inference service requires (a secret in production; `npm start` makes one per run). */
+  INFERENCE_SECRET?: string;
   /** Which vector index adapter to use: `local` (the Durable Object) or `vectorize`. */
   VECTOR_INDEX: string;
   /** Vectorize indexes, bound in the deploy environments only. */

@@ -7,6 +7,7 @@
  * until they are ready. Port 0 picks a free port; the "listening on" line on
  * stdout names it.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import { ApiError } from './errors.ts';
 import { ImageDecodeError } from './image/decode.ts';
@@ -21,6 +22,8 @@ const MAX_BODY_BYTES = 50 * 1024 * 1024;
 
 const port = Number(process.env.INFERENCE_PORT ?? 8788);
 const host = process.env.INFERENCE_HOST ?? '127.0.0.1';
+/** When set, /predict answers only `Authorization: Bearer <INFERENCE_SECRET>` (the Worker's shared secret). */
+const secret = process.env.INFERENCE_SECRET || undefined;
 
 let models: ModelRegistry | undefined;
 const inferenceQueue = new SerialQueue();
@@ -54,6 +57,7 @@ async function handle(request: http.IncomingMessage, response: http.ServerRespon
   }
   if (pathname === '/predict') {
     requireMethod(request, response, 'POST');
+    requireSecret(request);
     if (!models) throw new ApiError(503, 'loading', 'Models are still loading; retry shortly.');
     const form = await readMultipart(request);
     const tasks = parseTasks(form.get('tasks'));
@@ -65,6 +69,14 @@ async function handle(request: http.IncomingMessage, response: http.ServerRespon
     return;
   }
   throw new ApiError(404, 'not_found', `No route for ${pathname}.`);
+}
+
+const digest = (text: string): Buffer => createHash('sha256').update(text).digest();
+
+function requireSecret(request: http.IncomingMessage): void {
+  if (!secret) return;
+  const presented = /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '')?.[1] ?? '';
+  if (!timingSafeEqual(digest(presented), digest(secret))) throw new ApiError(401, 'unauthorized', 'A valid bearer secret is required.');
 }
 
 function requireMethod(request: http.IncomingMessage, response: http.ServerResponse, method: 'GET' | 'POST'): void {

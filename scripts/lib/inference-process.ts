@@ -3,9 +3,9 @@ import path from 'node:path';
 import { ROOT } from './wrangler-env.ts';
 
 /** Starts the real inference service (`inference/src/server.ts`) on Node 22 and waits until its models are loaded. */
-export async function startInference(port: number, options: { timeoutMs?: number } = {}): Promise<ChildProcess> {
+export async function startInference(port: number, options: { timeoutMs?: number; secret?: string } = {}): Promise<ChildProcess> {
   const child = spawn(path.join(ROOT, 'node_modules/.bin/node'), [path.join(ROOT, 'inference/src/server.ts')], {
-    env: { ...process.env, INFERENCE_PORT: String(port), INFERENCE_HOST: '127.0.0.1' },
+    env: { ...process.env, INFERENCE_PORT: String(port), INFERENCE_HOST: '127.0.0.1', INFERENCE_SECRET: options.secret ?? '' },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const deadline = Date.now() + (options.timeoutMs ?? 120_000);

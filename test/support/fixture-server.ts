@@ -30,7 +30,7 @@ export function startFixtureServer(port: number): Promise<http.Server> {
     const requestPath = (request.url ?? '/').split('?')[0]!;
     hits.set(requestPath, (hits.get(requestPath) ?? 0) + 1);
     const [, kind = '', name = ''] = requestPath.split('/');
-    if (kind === 'hits') return void response.end(String(hits.get(decodeURIComponent(name)) ?? 0));
+    if (kind === 'hits') return void response.writeHead(200, { 'content-type': 'text/plain' }).end(String(hits.get(decodeURIComponent(name)) ?? 0));
     if (kind === 'hang') return; // the client's timeout ends it
     if (kind === 'endless') return streamZeros(response);
     void respond(kind, decodeURIComponent(name))

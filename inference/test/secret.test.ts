@@ -1,0 +1,41 @@
+/** The shared secret: with INFERENCE_SECRET set, /predict answers only the bearer of it; /health stays open. */
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { IMAGES_DIR, launchServer, waitUntilHealthy } from './harness.ts';
+
+let server: ChildProcess;
+let baseUrl: string;
+
+before(async () => {
+  ({ child: server, baseUrl } = await launchServer({ INFERENCE_SECRET: 'shared-secret' }));
+  await waitUntilHealthy(baseUrl);
+});
+
+after(() => {
+  server.kill();
+});
+
+const predict = async (authorization?: string): Promise<number> => {
+  const form = new FormData();
+  form.set('tasks', 'embed');
+  form.set('image', new Blob([await readFile(path.join(IMAGES_DIR, 'skimage_coffee.jpg'))]), 'upload');
+  const response = await fetch(`${baseUrl}/predict`, { method: 'POST', body: form, ...(authorization ? { headers: { authorization } } : {}) });
+  await response.arrayBuffer();
+  return response.status;
+};
+
+test('refuses /predict without the secret or with a wrong one', async () => {
+  assert.equal(await predict(), 401);
+  assert.equal(await predict('Bearer wrong'), 401);
+});
+
+test('answers the bearer of the secret', async () => {
+  assert.equal(await predict('Bearer shared-secret'), 200);
+});
+
+test('keeps /health open for load balancers', async () => {
+  assert.equal((await fetch(`${baseUrl}/health`)).status, 200);
+});
