@@ -18,6 +18,7 @@ import { wholeImage } from '../src/image/view.ts';
 import { loadEmbedder } from '../src/models/embed/embedder.ts';
 import { MOBILENET_V2_NODES, MOBILENET_V2_SOURCE, toMobileNetV2Input } from '../src/models/embed/mobilenet-v2.ts';
 import { averagePool, l2Normalize } from '../src/models/embed/vector.ts';
+import { seededRandom } from '../src/random.ts';
 import { createTfjsWasmRuntime } from '../src/runtime/tfjs-wasm.ts';
 import {
   gaussianProjection,
@@ -25,7 +26,6 @@ import {
   minusMean,
   orthogonalProjection,
   project,
-  seededUniform,
   signedPower,
   type Projection,
 } from './reduction-candidates.ts';
@@ -125,7 +125,7 @@ for (const [imageIndex, image] of images.entries()) {
   const { data: flattened, info } = await sharp(bytes).flatten({ background: WHITE }).png().toBuffer({ resolveWithObject: true });
   for (const [transformIndex, transform] of TRANSFORMS.entries()) {
     // Each (image, transform) pair has its own random stream, whatever runs before it.
-    const random = seededUniform(SEED + imageIndex * TRANSFORMS.length + transformIndex);
+    const random = seededRandom(SEED + imageIndex * TRANSFORMS.length + transformIndex);
     for (let draw = 0; draw < transform.draws; draw++) {
       const copy = await transform.apply(flattened, info, random);
       copies.get(transform.name)!.push({ imageIndex, features: await extractFeatures(copy) });

@@ -3,6 +3,7 @@
  * uses. None is fitted to images: projections come from a seeded generator, so
  * a seed always gives the same matrix.
  */
+import { seededRandom } from '../src/random.ts';
 import type { Float32Tensor } from '../src/runtime/runtime.ts';
 
 /** A linear map stored row-major: outputDim rows of inputDim columns. */
@@ -12,21 +13,10 @@ export type Projection = {
   readonly rows: Float64Array;
 };
 
-/** mulberry32: small, fast and identical everywhere, unlike Math.random. */
-export function seededUniform(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Johnson-Lindenstrauss projection with i.i.d. standard normal entries. */
 export function gaussianProjection(inputDim: number, outputDim: number, seed: number): Projection {
-  const uniform = seededUniform(seed);
+  const uniform = seededRandom(seed);
   const rows = new Float64Array(outputDim * inputDim);
   // Box-Muller
   for (let i = 0; i < rows.length; i++) rows[i] = Math.sqrt(-2 * Math.log(1 - uniform())) * Math.cos(2 * Math.PI * uniform());

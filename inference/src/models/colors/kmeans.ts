@@ -3,6 +3,7 @@
  * seeding from a seeded generator, Lloyd iterations, then merging of
  * centroids closer than a delta E.
  */
+import { seededRandom } from '../../random.ts';
 
 /** Points in Lab, each with a weight (how many samples it stands for). */
 export type LabPoints = {
@@ -35,17 +36,6 @@ export type KMeansOptions = {
   readonly seed: number;
 };
 
-/** Mulberry32: a small, fast, seeded 32-bit generator; floats in [0, 1). */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * Clusters the points: k-means++ seeds (at most maxClusters, fewer when the
