@@ -2,7 +2,7 @@ import type { DataError } from './messages';
 
 export type Status = 'OK' | 'warning' | 'fail';
 
-type HttpErrorStatus = 400 | 401 | 403 | 404 | 405 | 413 | 415 | 429 | 500 | 503;
+type HttpErrorStatus = 400 | 401 | 403 | 404 | 413 | 429 | 500 | 503;
 
 /**
  * Data endpoints report objects with a numeric code; search endpoints report the spec's message strings

@@ -15,7 +15,6 @@ type Lab = [number, number, number];
 const GRID: Lab[] = [10, 30, 50, 70, 90].flatMap((l) =>
   [-80, -60, -40, -20, 0, 20, 40, 60, 80].flatMap((a) => [-80, -60, -40, -20, 0, 20, 40, 60, 80].map((b): Lab => [l, a, b])),
 );
-export const COLOR_VECTOR_DIMENSIONS = GRID.length;
 /** Spread of one colour over the grid, in ΔE: about one grid step, so nearby shades overlap. */
 const SIGMA = 14;
 
