@@ -14,6 +14,10 @@ export interface Env {
   INFERENCE_URL: string;
   /** Bearer secret the inference service requires (a secret in production; `npm start` makes one per run). */
   INFERENCE_SECRET?: string;
+  /** Which detector finds objects: `service` (the inference service's own) or `workers-ai` (DETR on Workers AI). */
+  DETECTOR: string;
+  /** Workers AI, bound in the production environment only. */
+  AI?: Ai;
   /** Which vector index adapter to use: `local` (the Durable Object) or `vectorize`. */
   VECTOR_INDEX: string;
   /** Vectorize indexes, bound in the deploy environments only. */

@@ -2,7 +2,7 @@ import { ApiError } from './errors.ts';
 import { decodeImage } from './image/decode.ts';
 import { clampBox, cropView, wholeImage, type Box, type ImageView } from './image/view.ts';
 import { ColorsTask } from './models/colors/colors-task.ts';
-import { DetectTask } from './models/detect/detect-task.ts';
+import { DetectTask, type ExternalDetections } from './models/detect/detect-task.ts';
 import type { ModelRegistry } from './models/registry.ts';
 import type { Task } from './models/task-model.ts';
 import type { SerialQueue } from './serial-queue.ts';
@@ -15,18 +15,24 @@ export type PredictResponse = {
   [task: string]: object | undefined;
 };
 
+export type PredictOptions = {
+  /** Original pixels: the tasks run on that part of the image only; their coordinates stay the original's. */
+  readonly box?: Box;
+  /** Detections made elsewhere, finished by the detect task instead of running its detector. */
+  readonly detections?: ExternalDetections;
+};
+
 /**
  * Decodes the image once, then runs every asked task on it, in order, inside
- * the inference queue. With a box (original pixels) the tasks run on that part
- * of the image only; their coordinates stay the original's. With both detect
- * and colors asked, each detected object also gets the palette of its box.
+ * the inference queue. With both detect and colors asked, each detected object
+ * also gets the palette of its box.
  */
 export async function predict(
   bytes: Uint8Array,
   tasks: readonly Task[],
   models: ModelRegistry,
   inferenceQueue: SerialQueue,
-  box?: Box,
+  { box, detections }: PredictOptions = {},
 ): Promise<PredictResponse> {
   const image = await decodeImage(bytes);
   const response: PredictResponse = { image: { width: image.width, height: image.height, format: image.format } };
@@ -45,7 +51,7 @@ export async function predict(
     for (const task of tasks) {
       const model = models.get(task);
       if (!model) throw new Error(`no model loaded for task ${task}`);
-      response[task] = model instanceof DetectTask ? await model.predict(view, { objectColors }) : await model.predict(view);
+      response[task] = model instanceof DetectTask ? await model.predict(view, { objectColors, external: detections }) : await model.predict(view);
     }
   });
   return response;

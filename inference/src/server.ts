@@ -13,6 +13,7 @@ import { ApiError } from './errors.ts';
 import { ImageDecodeError } from './image/decode.ts';
 import type { Box } from './image/view.ts';
 import { loadModels, type ModelRegistry } from './models/registry.ts';
+import type { ExternalDetections } from './models/detect/detect-task.ts';
 import { isTask, TASKS, type Task } from './models/task-model.ts';
 import { predict } from './predict.ts';
 import { createTfjsWasmRuntime } from './runtime/tfjs-wasm.ts';
@@ -64,8 +65,9 @@ async function handle(request: http.IncomingMessage, response: http.ServerRespon
     const image = form.get('image');
     if (!(image instanceof File)) throw new ApiError(400, 'missing_image', 'The form field "image" must be a file.');
     const box = parseBox(form.get('box'));
+    const detections = parseDetections(form.get('detections'), tasks);
     const bytes = new Uint8Array(await image.arrayBuffer());
-    sendJson(response, 200, await predict(bytes, tasks, models, inferenceQueue, box));
+    sendJson(response, 200, await predict(bytes, tasks, models, inferenceQueue, { box, detections }));
     return;
   }
   throw new ApiError(404, 'not_found', `No route for ${pathname}.`);
@@ -141,6 +143,41 @@ function parseBox(field: unknown): Box | undefined {
   const [x1, y1, x2, y2] = match.slice(1, 5).map(Number) as [number, number, number, number];
   if (!(x2 > x1 && y2 > y1)) throw new ApiError(400, 'bad_box', `The box ${x1},${y1},${x2},${y2} needs x2 > x1 and y2 > y1.`);
   return [x1, y1, x2, y2];
+}
+
+/** Raw detections a request may carry, at most; DETR answers 100 per image. */
+const MAX_EXTERNAL_DETECTIONS = 1000;
+
+/**
+ * The optional "detections" field: JSON {"model": "...", "objects": [{"label", "score", "box": [x1,y1,x2,y2]}]},
+ * boxes in original pixels (fractional allowed), from a detector outside this service. Only with the detect task.
+ */
+function parseDetections(field: unknown, tasks: readonly Task[]): ExternalDetections | undefined {
+  if (field === null) return undefined;
+  const invalid = (why: string) => new ApiError(400, 'bad_detections', `The form field "detections" ${why}.`);
+  if (!tasks.includes('detect')) throw invalid('needs the detect task');
+  let parsed: unknown;
+  try {
+    parsed = typeof field === 'string' ? JSON.parse(field) : undefined;
+  } catch {
+    throw invalid('must be JSON');
+  }
+  const { model, objects } = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as { model?: unknown; objects?: unknown };
+  if (typeof model !== 'string' || model.length === 0 || model.length > 200) throw invalid('needs "model", a name of 1-200 characters');
+  if (!Array.isArray(objects) || objects.length > MAX_EXTERNAL_DETECTIONS) {
+    throw invalid(`needs "objects", an array of at most ${MAX_EXTERNAL_DETECTIONS} detections`);
+  }
+  return {
+    model,
+    objects: objects.map((object: unknown, index) => {
+      const { label, score, box } = (typeof object === 'object' && object !== null ? object : {}) as { label?: unknown; score?: unknown; box?: unknown };
+      const finite = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
+      if (typeof label !== 'string' || !finite(score) || !Array.isArray(box) || box.length !== 4 || !box.every(finite)) {
+        throw invalid(`objects[${index}] must be {"label": string, "score": number, "box": [x1, y1, x2, y2]}`);
+      }
+      return { label, score, box: [box[0], box[1], box[2], box[3]] as Box };
+    }),
+  };
 }
 
 function sendError(response: http.ServerResponse, error: unknown): void {

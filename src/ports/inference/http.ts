@@ -1,4 +1,5 @@
 import { InferenceUnavailableError, RegionOutsideImageError, UndecodableImageError, type Inference, type Prediction, type PredictOptions, type Task } from './types';
+import { retryUnavailable } from './retry';
 
 /** The bundled inference service (`inference/`), reached over HTTP with its shared secret. */
 export function httpInference(baseUrl: string, config: { timeoutMs: number; secret: string | undefined; retries: number }): Inference {
@@ -10,6 +11,7 @@ export function httpInference(baseUrl: string, config: { timeoutMs: number; secr
     form.set('image', new Blob([image]), 'image');
     form.set('tasks', tasks.join(','));
     if (options.box) form.set('box', options.box.join(','));
+    if (options.detections) form.set('detections', JSON.stringify(options.detections));
     let response: Response;
     try {
       response = await fetch(endpoint, { method: 'POST', body: form, headers, signal: AbortSignal.timeout(config.timeoutMs) });
@@ -34,15 +36,7 @@ export function httpInference(baseUrl: string, config: { timeoutMs: number; secr
 
   return {
     /** Retries a timeout, a lost connection or a 5xx after a short pause; a bad image is answered at once. */
-    async predict(image: Uint8Array, tasks: Task[], options: PredictOptions = {}): Promise<Prediction> {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          return await once(image, tasks, options);
-        } catch (error) {
-          if (!(error instanceof InferenceUnavailableError) || attempt >= config.retries) throw error;
-          await scheduler.wait(250 * 2 ** attempt);
-        }
-      }
-    },
+    predict: (image: Uint8Array, tasks: Task[], options: PredictOptions = {}): Promise<Prediction> =>
+      retryUnavailable(config.retries, () => once(image, tasks, options)),
   };
 }

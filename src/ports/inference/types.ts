@@ -30,9 +30,30 @@ export type Prediction = {
   colors?: { model: string; palette: PaletteColor[] };
 };
 
+/** One raw detection of an external detector, in its own vocabulary (COCO labels for DETR and the local CenterNet). */
+export type RawDetection = {
+  label: string;
+  /** Confidence in [0, 1]. */
+  score: number;
+  /** x1, y1, x2, y2 in the original image's pixels, fractional, possibly reaching past the image. */
+  box: Box;
+};
+
+/** Raw detections made elsewhere (Workers AI) for the service to finish as its own detect task would. */
+export type ExternalDetections = {
+  /** Names the detector; reported as `detect.model`. */
+  model: string;
+  objects: RawDetection[];
+};
+
 export type PredictOptions = {
   /** Runs every task on this region only; coordinates in the answer stay in the original image's pixels. */
   box?: Box;
+  /**
+   * With `detect` asked: use these detections instead of the service's own detector. The service still maps labels
+   * to product types, applies the score floor and suppression, and embeds and colours each object's crop.
+   */
+  detections?: ExternalDetections;
 };
 
 export interface Inference {

@@ -4,9 +4,9 @@ import type { PaletteColor } from '../colors/palette.ts';
 import type { Embedder } from '../embed/embedder.ts';
 import type { TaskModel } from '../task-model.ts';
 import { loadCenterNet } from './centernet.ts';
-import type { Detector } from './detector.ts';
+import type { Detection, Detector } from './detector.ts';
 import { loadLabelMap, mappedTypes, type LabelMap } from './label-map.ts';
-import { cropBoxWithMargin, DETECT_MIN_SCORE, selectObjects } from './objects.ts';
+import { cropBoxWithMargin, DETECT_MIN_SCORE, selectObjects, toViewPixels } from './objects.ts';
 import type { ProductType } from './product-types.ts';
 
 export type DetectedObjectResult = {
@@ -22,9 +22,21 @@ export type DetectedObjectResult = {
   readonly colors?: PaletteColor[];
 };
 
+/**
+ * Raw detections made by another detector (the Worker's Workers AI DETR), boxes in original pixels, labels in its
+ * own vocabulary: the task finishes them exactly as it finishes its own detector's.
+ */
+export type ExternalDetections = {
+  /** Names the detector that made them; reported as the result's `model`. */
+  readonly model: string;
+  readonly objects: readonly Detection[];
+};
+
 export type DetectOptions = {
   /** Given when the colors task is asked too: the palette of a view, run on each object's box. */
   readonly objectColors?: (crop: ImageView) => PaletteColor[];
+  /** Used instead of running this task's detector. */
+  readonly external?: ExternalDetections;
 };
 
 export type DetectResult = {
@@ -56,7 +68,10 @@ export class DetectTask implements TaskModel {
   }
 
   async predict(view: ImageView, options: DetectOptions = {}): Promise<DetectResult> {
-    const detections = await this.#detector.detect(view.pixels, DETECT_MIN_SCORE);
+    const { external } = options;
+    const detections = external
+      ? external.objects.map((detection) => ({ ...detection, box: toViewPixels(detection.box, view) }))
+      : await this.#detector.detect(view.pixels, DETECT_MIN_SCORE);
     const objects: DetectedObjectResult[] = [];
     for (const object of selectObjects(detections, this.#labelMap, view)) {
       const crop = cropView(view, cropBoxWithMargin(object.box, view));
@@ -64,7 +79,7 @@ export class DetectTask implements TaskModel {
       const result: DetectedObjectResult = { ...object, score: roundScore(object.score), box: [...object.box], embedding };
       objects.push(options.objectColors ? { ...result, colors: options.objectColors(cropView(view, object.box)) } : result);
     }
-    return { model: this.modelId, types: this.types, objects };
+    return { model: external?.model ?? this.modelId, types: this.types, objects };
   }
 }
 

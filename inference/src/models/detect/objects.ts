@@ -53,6 +53,14 @@ export function toOriginalPixels(box: Box, view: ImageView): Box | null {
   return result[2] > result[0] && result[3] > result[1] ? result : null;
 }
 
+/** A box in original pixels in the view's pixel coordinates: the inverse of toOriginalPixels, unrounded and unclamped. */
+export function toViewPixels(box: Box, view: ImageView): Box {
+  const [vx1, vy1, vx2, vy2] = view.box;
+  const scaleX = view.pixels.width / (vx2 - vx1);
+  const scaleY = view.pixels.height / (vy2 - vy1);
+  return [(box[0] - vx1) * scaleX, (box[1] - vy1) * scaleY, (box[2] - vx1) * scaleX, (box[3] - vy1) * scaleY];
+}
+
 /** Intersection over union of two boxes. */
 export function iou(a: Box, b: Box): number {
   const width = Math.min(a[2], b[2]) - Math.max(a[0], b[0]);

@@ -1,0 +1,68 @@
+import { retryUnavailable } from './retry';
+import { InferenceUnavailableError, type Box, type Inference, type RawDetection } from './types';
+
+/** Workers AI's object detector: DETR with a ResNet-50 backbone, trained on COCO 2017. */
+export const DETR_MODEL = '@cf/facebook/detr-resnet-50';
+
+/**
+ * Images larger than this go to the service's own detector instead: Workers AI takes the image as an array of
+ * numbers, several bytes of Worker memory per image byte, and a Worker has 128 MB.
+ */
+export const WORKERS_AI_MAX_IMAGE_BYTES = 4 * 1024 * 1024;
+
+/** The slice of the `Ai` binding this adapter calls; the in-test fake implements it too. */
+export interface WorkersAiBinding {
+  run(model: typeof DETR_MODEL, inputs: { image: number[] }): Promise<unknown>;
+}
+
+/**
+ * Detection on Workers AI, the rest on the inference service: DETR finds the objects, then one call to the service
+ * embeds and colours their crops and maps DETR's COCO labels to product types with the same label map, score floor
+ * and suppression as the service's own detector (`inference/src/models/detect/objects.ts`). Calls without `detect`
+ * go straight to the service.
+ */
+export function withWorkersAiDetection(
+  service: Inference,
+  ai: WorkersAiBinding,
+  { retries, maxImageBytes = WORKERS_AI_MAX_IMAGE_BYTES }: { retries: number; maxImageBytes?: number },
+): Inference {
+  return {
+    async predict(image, tasks, options = {}) {
+      if (!tasks.includes('detect') || image.byteLength > maxImageBytes) return service.predict(image, tasks, options);
+      const objects = await retryUnavailable(retries, () => detectWithDetr(ai, image));
+      return service.predict(image, tasks, { ...options, detections: { model: DETR_MODEL, objects } });
+    },
+  };
+}
+
+async function detectWithDetr(ai: WorkersAiBinding, image: Uint8Array): Promise<RawDetection[]> {
+  let output: unknown;
+  try {
+    output = await ai.run(DETR_MODEL, { image: Array.from(image) });
+  } catch (error) {
+    throw new InferenceUnavailableError(`Workers AI detection failed: ${String(error)}`);
+  }
+  const detections = parseDetrOutput(output);
+  if (!detections) throw new InferenceUnavailableError('Workers AI detection answered an unexpected body');
+  return detections;
+}
+
+/**
+ * DETR's documented output: `[{ score, label, box: { xmin, ymin, xmax, ymax } }]`, boxes in the image's pixels.
+ * Null when the body has any other shape: a partial answer is not trusted.
+ */
+export function parseDetrOutput(output: unknown): RawDetection[] | null {
+  if (!Array.isArray(output)) return null;
+  const detections: RawDetection[] = [];
+  for (const entry of output as unknown[]) {
+    if (typeof entry !== 'object' || entry === null) return null;
+    const { score, label, box } = entry as { score?: unknown; label?: unknown; box?: Record<string, unknown> | null };
+    if (typeof label !== 'string' || !isFiniteNumber(score) || typeof box !== 'object' || box === null) return null;
+    const corners = [box.xmin, box.ymin, box.xmax, box.ymax];
+    if (!corners.every(isFiniteNumber)) return null;
+    detections.push({ label, score, box: corners as Box });
+  }
+  return detections;
+}
+
+const isFiniteNumber = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
