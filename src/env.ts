@@ -24,6 +24,8 @@ export interface Env {
   VECTORIZE_IMAGES?: Vectorize;
   VECTORIZE_OBJECTS?: Vectorize;
   VECTORIZE_COLORS?: Vectorize;
+  /** Fields the vector indexes filter on: `*`, or `field:string|number` pairs (`src/storage/vector-metadata.ts`). */
+  VECTOR_METADATA_INDEXES: string;
   /** Namespaces each application's vectors are spread over (`src/ports/vector-index/sharded.ts`). */
   VECTOR_INDEX_SHARDS: string;
   /** Total time allowed to download an inserted image, in milliseconds. */

@@ -15,6 +15,8 @@ type Lab = [number, number, number];
 const GRID: Lab[] = [10, 30, 50, 70, 90].flatMap((l) =>
   [-80, -60, -40, -20, 0, 20, 40, 60, 80].flatMap((a) => [-80, -60, -40, -20, 0, 20, 40, 60, 80].map((b): Lab => [l, a, b])),
 );
+/** Dimensions of a palette vector: the colour index is created with this many. */
+export const PALETTE_VECTOR_DIM = GRID.length;
 /** Spread of one colour over the grid, in ΔE: about one grid step, so nearby shades overlap. */
 const SIGMA = 14;
 

@@ -1,8 +1,9 @@
 import type { Env } from '../env';
-import { matches, pushDown, type Filter } from '../filter';
+import { matches, pushDown, type Condition, type Filter } from '../filter';
 import type { VectorFilter } from '../ports/vector-index/types';
 import { getImagesByIds, type ImageRow } from '../storage/images';
-import { colorVectors, imageIdOfVector, imageVectors, objectVectors, vectorMetadataKey } from '../storage/vectors';
+import { canPushDown, OBJECT_TYPE_KEY, parseMetadataIndexes, vectorMetadataKey, type MetadataIndexes, type MetadataIndexKind } from '../storage/vector-metadata';
+import { colorVectors, imageIdOfVector, imageVectors, objectVectors } from '../storage/vectors';
 import { facetsOf, type Facet } from './facets';
 import type { SearchOptions } from './options';
 import { MAX_RESULTS } from './paging';
@@ -36,13 +37,19 @@ export const toScore = (cosine: number): number => Math.min(1, Math.max(0, cosin
 type Candidate = { imageId: number; score: number; fromObject: boolean };
 type Ranked = { image: ImageRow; score: number };
 
+const indexKind = (condition: Condition): MetadataIndexKind | undefined =>
+  condition.kind === 'string' ? 'string' : condition.kind === 'number' || condition.kind === 'range' ? 'number' : undefined;
+
 /**
- * The part of the filter the vector index applies itself (equality, `in` and ranges on string, int and float fields
- * whose names are metadata keys), so that a filtered query still fills its depth with matching images. Every filter
- * is checked exactly again after the query.
+ * The part of the filter the vector index applies itself (equality, `in` and ranges on fields with a metadata
+ * index of the condition's kind), so that a filtered query still fills its depth with matching images. Every
+ * filter is checked exactly again after the query.
  */
-function indexFilter(filter: Filter): VectorFilter | undefined {
-  const conditions = filter.conditions.filter((condition) => vectorMetadataKey(condition.field) !== undefined);
+export function indexFilter(filter: Filter, indexes: MetadataIndexes): VectorFilter | undefined {
+  const conditions = filter.conditions.filter((condition) => {
+    const kind = indexKind(condition);
+    return kind !== undefined && canPushDown(indexes, condition.field, kind);
+  });
   const pushed = pushDown({ conditions, ignoredFields: [] }).vectorFilter;
   if (!pushed) return undefined;
   return Object.fromEntries(Object.entries(pushed).map(([field, condition]) => [vectorMetadataKey(field)!, condition]));
@@ -50,7 +57,7 @@ function indexFilter(filter: Filter): VectorFilter | undefined {
 
 /** Nearest vectors in the application's namespace, at a fixed depth so that `total` and ranks agree across pages. */
 async function candidates(env: Env, query: SimilarQuery, filter: Filter, depth: number): Promise<Candidate[]> {
-  const pushed = indexFilter(filter);
+  const pushed = indexFilter(filter, parseMetadataIndexes(env.VECTOR_METADATA_INDEXES));
   const options = { topK: depth, namespace: query.appId, ...(pushed ? { filter: pushed } : {}) };
   if (query.space === 'color') {
     const found = await colorVectors(env).query(query.vector, options);
@@ -58,7 +65,7 @@ async function candidates(env: Env, query: SimilarQuery, filter: Filter, depth: 
   }
   const [wholeImages, objects] = await Promise.all([
     imageVectors(env).query(query.vector, options),
-    query.objectType === undefined ? [] : objectVectors(env).query(query.vector, { ...options, filter: { ...pushed, type: query.objectType } }),
+    query.objectType === undefined ? [] : objectVectors(env).query(query.vector, { ...options, filter: { ...pushed, [OBJECT_TYPE_KEY]: query.objectType } }),
   ]);
   return [
     ...wholeImages.map((match) => ({ imageId: imageIdOfVector(match.id), score: toScore(match.score), fromObject: false })),

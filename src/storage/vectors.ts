@@ -5,6 +5,7 @@ import { vectorIndex } from '../ports/vector-index';
 import type { VectorIndex, VectorMetadata } from '../ports/vector-index/types';
 import type { SchemaField } from './apps';
 import type { ImageMetadata } from './images';
+import { OBJECT_TYPE_KEY, vectorMetadataKey } from './vector-metadata';
 
 /**
  * How the catalog lives in the vector indexes. Each image has one whole-image vector in the image index (id: the
@@ -47,7 +48,7 @@ export async function writeImageVectors(
   ]);
   if (objects.length > 0) {
     await objectVectors(env).upsert(
-      objects.map((object, k) => ({ id: objectIds[k]!, namespace, values: object.embedding, metadata: { ...metadata, type: object.type } })),
+      objects.map((object, k) => ({ id: objectIds[k]!, namespace, values: object.embedding, metadata: { ...metadata, [OBJECT_TYPE_KEY]: object.type } })),
     );
   }
   const stale = objectVectorIds(image.id, objects.length, image.previousObjectCount);
@@ -65,10 +66,6 @@ export async function deleteImageVectors(env: Env, images: { id: number; object_
   await colorVectors(env).deleteByIds([...imageIds, ...objectIds]);
   if (objectIds.length > 0) await objectVectors(env).deleteByIds(objectIds);
 }
-
-/** Metadata keys in vectors: prefixed, so a field named `type` cannot meet the object type. */
-const METADATA_KEY = /^[A-Za-z0-9_-]{1,48}$/;
-export const vectorMetadataKey = (field: string): string | undefined => (METADATA_KEY.test(field) ? `m_${field}` : undefined);
 
 /**
  * The metadata a vector carries so that filters can be pushed down to the index: the searchable string, int and
