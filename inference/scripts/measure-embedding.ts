@@ -7,7 +7,7 @@
  *   node inference/scripts/measure-embedding.ts > table.md     (~6 min, 1 core)
  *
  * IMAGES_DIR overrides the image folder (default: shared/data/images beside
- * the project root).
+ * the project root); INFERENCE_RUNTIME the engine (as for the service).
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -19,7 +19,7 @@ import { loadEmbedder } from '../src/models/embed/embedder.ts';
 import { MOBILENET_V2_NODES, MOBILENET_V2_SOURCE, toMobileNetV2Input } from '../src/models/embed/mobilenet-v2.ts';
 import { averagePool, l2Normalize } from '../src/models/embed/vector.ts';
 import { seededRandom } from '../src/random.ts';
-import { createTfjsWasmRuntime } from '../src/runtime/tfjs-wasm.ts';
+import { createRuntime } from '../src/runtime/select.ts';
 import {
   gaussianProjection,
   generalizedMeanPool,
@@ -93,7 +93,7 @@ const CANDIDATES: Candidate[] = [
 /** The service uses 'fill' (nsfwjs's own preprocessing); 'cover' is measured for comparison. */
 const FITS: ResizeFit[] = ['fill', 'cover'];
 
-const runtime = await createTfjsWasmRuntime();
+const runtime = await createRuntime();
 const session = await runtime.load(MOBILENET_V2_SOURCE);
 const outputNames = [MOBILENET_V2_NODES.pooled, MOBILENET_V2_NODES.lastConv, MOBILENET_V2_NODES.lastBottleneck];
 

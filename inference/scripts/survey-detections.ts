@@ -10,7 +10,8 @@
  *   node inference/scripts/survey-detections.ts [--raw-min 0.15] [--labels FILE]
  *
  * IMAGES_DIR overrides the image folder (default: shared/data/images beside
- * the project root); --labels (or DETECTOR_LABELS) another label map.
+ * the project root); --labels (or DETECTOR_LABELS) another label map;
+ * INFERENCE_RUNTIME the engine (as for the service).
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -22,7 +23,7 @@ import { DetectTask } from '../src/models/detect/detect-task.ts';
 import { DEFAULT_LABEL_MAP_FILE, loadLabelMap, mappedTypes } from '../src/models/detect/label-map.ts';
 import { DETECT_MIN_SCORE, selectObjects } from '../src/models/detect/objects.ts';
 import { loadEmbedder } from '../src/models/embed/embedder.ts';
-import { createTfjsWasmRuntime } from '../src/runtime/tfjs-wasm.ts';
+import { createRuntime } from '../src/runtime/select.ts';
 
 const IMAGES_DIR = process.env.IMAGES_DIR ?? path.resolve(import.meta.dirname, '../../../shared/data/images');
 const { values } = parseArgs({
@@ -31,7 +32,7 @@ const { values } = parseArgs({
 const rawMin = Number(values['raw-min']);
 const labelMapFile = path.resolve(values.labels ?? process.env.DETECTOR_LABELS ?? DEFAULT_LABEL_MAP_FILE);
 
-const runtime = await createTfjsWasmRuntime();
+const runtime = await createRuntime();
 const detector = await loadCenterNet(runtime);
 const labelMap = loadLabelMap(labelMapFile, detector.labels);
 const embedder = await loadEmbedder(runtime);

@@ -1,7 +1,8 @@
 /**
  * Runs jobs one at a time in arrival order. tfjs-wasm executes on the main
- * thread without re-entrancy, so inference is serialised here rather than
- * interleaved across awaits.
+ * thread without re-entrancy, and onnxruntime-node's run() blocks the main
+ * thread as well, so inference is serialised here rather than interleaved
+ * across awaits.
  */
 export class SerialQueue {
   #tail: Promise<unknown> = Promise.resolve();

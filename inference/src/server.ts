@@ -3,6 +3,7 @@
  *
  *   INFERENCE_PORT=8788 INFERENCE_HOST=127.0.0.1 node inference/src/server.ts
  *
+ * INFERENCE_RUNTIME picks the engine: onnx (default) or tfjs-wasm.
  * The port is bound at once and models load behind it; /health answers 503
  * until they are ready. Port 0 picks a free port; the "listening on" line on
  * stdout names it.
@@ -16,7 +17,7 @@ import { loadModels, type ModelRegistry } from './models/registry.ts';
 import type { ExternalDetections } from './models/detect/detect-task.ts';
 import { isTask, TASKS, type Task } from './models/task-model.ts';
 import { predict } from './predict.ts';
-import { createTfjsWasmRuntime } from './runtime/tfjs-wasm.ts';
+import { createRuntime, runtimeNameFromEnv } from './runtime/select.ts';
 import { SerialQueue } from './serial-queue.ts';
 
 const MAX_BODY_BYTES = 50 * 1024 * 1024;
@@ -25,6 +26,7 @@ const port = Number(process.env.INFERENCE_PORT ?? 8788);
 const host = process.env.INFERENCE_HOST ?? '127.0.0.1';
 /** When set, /predict answers only `Authorization: Bearer <INFERENCE_SECRET>` (the Worker's shared secret). */
 const secret = process.env.INFERENCE_SECRET || undefined;
+const runtimeName = runtimeNameFromEnv();
 
 let models: ModelRegistry | undefined;
 const inferenceQueue = new SerialQueue();
@@ -39,11 +41,11 @@ server.listen(port, host, () => {
 });
 
 try {
-  const runtime = await createTfjsWasmRuntime();
+  const runtime = await createRuntime(runtimeName);
   const started = performance.now();
   models = await loadModels(runtime);
   const loaded = [...models.values()].map((model) => `${model.task}=${model.modelId}`).join(', ');
-  console.log(`inference: ${runtime.description}; loaded ${loaded} in ${Math.round(performance.now() - started)} ms`);
+  console.log(`inference: runtime ${runtimeName}, ${runtime.description}; loaded ${loaded} in ${Math.round(performance.now() - started)} ms`);
 } catch (error) {
   console.error('inference: model loading failed', error);
   process.exit(1);

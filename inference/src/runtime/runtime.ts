@@ -1,8 +1,8 @@
 /**
  * The seam between model logic and the engine that executes graphs. Models
  * describe where their files are and which nodes they want; a Runtime turns
- * that into numbers. tfjs (wasm) is the one implementation today; an ONNX
- * Runtime one is meant to slot in behind the same interface.
+ * that into numbers. Two implementations: ONNX Runtime (onnxruntime.ts, on a
+ * graph converted ahead of time by onnx/) and tfjs on wasm (tfjs-wasm.ts).
  */
 
 /** A dense float32 tensor in row-major order (NHWC for images). */
@@ -11,12 +11,8 @@ export type Float32Tensor = {
   readonly shape: readonly number[];
 };
 
-/**
- * Where a model's files are and in which format. A runtime accepts the formats
- * it can execute and rejects the others; an ONNX source joins this union with
- * the ONNX runtime.
- */
-export type ModelSource =
+/** The files of a TensorFlow.js graph model, in one of the layouts the runtimes read. */
+export type TfjsGraphFiles =
   | {
       /**
        * A TensorFlow.js graph model whose model.json and weight shards are each
@@ -36,8 +32,25 @@ export type ModelSource =
       readonly modelJson: string;
     };
 
+/**
+ * A model: its TF.js graph files, a name and the graph nodes it reads. tfjs
+ * executes the graph as stored; the ONNX runtime executes a copy converted
+ * ahead of time (scripts/convert-models.ts), which keeps only what `outputs`
+ * need, so every node a session is asked for must be listed here.
+ */
+export type ModelSource = TfjsGraphFiles & {
+  /** Names the converted file: models/onnx/NAME.onnx. */
+  readonly name: string;
+  /** Every node InferenceSession.run may be asked for. */
+  readonly outputs: readonly string[];
+};
+
 export interface InferenceSession {
-  /** Runs the graph on one input and returns the named nodes' outputs. */
+  /**
+   * Runs the graph on one input (a batch of N >= 1 where the graph allows it)
+   * and returns the named nodes' outputs; the names must be among the source's
+   * `outputs`.
+   */
   run(input: Float32Tensor, outputNames: readonly string[]): Promise<Map<string, Float32Tensor>>;
 }
 
@@ -45,4 +58,12 @@ export interface Runtime {
   /** Human-readable engine description, for logs. */
   readonly description: string;
   load(source: ModelSource): Promise<InferenceSession>;
+}
+
+/** Refuses output names the model did not declare, the same way on every runtime. */
+export function checkOutputNames(source: ModelSource, outputNames: readonly string[]): void {
+  const undeclared = outputNames.filter((name) => !source.outputs.includes(name));
+  if (undeclared.length > 0) {
+    throw new Error(`model ${source.name}: ${undeclared.map((name) => `"${name}"`).join(', ')} not among its declared outputs`);
+  }
 }

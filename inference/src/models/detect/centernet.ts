@@ -18,16 +18,20 @@ import type { Detection, Detector } from './detector.ts';
  *   (3x3 max-pool NMS per class inside the graph) as x1, y1, x2, y2 in input
  *   pixels (0-512; may reach a little outside), score (sigmoid, 0-1), class
  *   (0-based index into COCO_LABELS: 0 = person).
+ * The graph takes a batch of one: its decoding tail reshapes to fixed sizes.
  */
+const OUTPUT = 'tower_0/detections';
+
 export const CENTERNET_SOURCE: ModelSource = {
   format: 'tfjs-graph',
   // The package exports no path to its models: resolve its entry point (dist/)
   // and step over to models/.
   modelJson: path.resolve(path.dirname(fileURLToPath(import.meta.resolve('@vladmandic/human'))), '../models/centernet.json'),
+  name: 'centernet',
+  outputs: [OUTPUT],
 };
 
 export const CENTERNET_INPUT_SIZE = 512;
-const OUTPUT = 'tower_0/detections';
 const VALUES_PER_DETECTION = 6;
 
 /**

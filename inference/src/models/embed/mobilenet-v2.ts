@@ -4,21 +4,6 @@ import type { RgbPixels } from '../../image/decode.ts';
 import { resizeRgb, type ResizeFit } from '../../image/resize.ts';
 import type { Float32Tensor, ModelSource } from '../../runtime/runtime.ts';
 
-/**
- * The MobileNetV2 (depth multiplier 1.4, 224 px) graph that nsfwjs v4 ships as
- * "mobilenet_v2_mid": an ImageNet TF-Hub feature extractor with nsfwjs's 5-class
- * head on top. Only the backbone is used here.
- */
-export const MOBILENET_V2_SOURCE: ModelSource = {
-  format: 'tfjs-graph-js-bundle',
-  // nsfwjs's own loader imports ../../models/mobilenet_v2_mid/*.min.js from its
-  // dist/esm/ folders; the package exports no path to the files themselves.
-  directory: path.resolve(
-    path.dirname(fileURLToPath(import.meta.resolve('nsfwjs/models/mobilenet_v2_mid'))),
-    '../../models/mobilenet_v2_mid',
-  ),
-};
-
 const BACKBONE = 'StatefulPartitionedCall/sequential/keras_layer/StatefulPartitionedCall/StatefulPartitionedCall/StatefulPartitionedCall/predict/MobilenetV2/';
 
 /** Graph nodes read by the embedder and by scripts/measure-embedding.ts. */
@@ -30,6 +15,24 @@ export const MOBILENET_V2_NODES = {
   /** Last bottleneck output (linear, before the 1x1 expansion): [1, 7, 7, 448]. */
   lastBottleneck: `${BACKBONE}expanded_conv_16/project/BatchNorm/FusedBatchNormV3`,
 } as const;
+
+/**
+ * The MobileNetV2 (depth multiplier 1.4, 224 px) graph that nsfwjs v4 ships as
+ * "mobilenet_v2_mid": an ImageNet TF-Hub feature extractor with nsfwjs's 5-class
+ * head on top. Only the backbone is used here (the head is pruned from the
+ * ONNX copy). The input's batch dimension is free.
+ */
+export const MOBILENET_V2_SOURCE: ModelSource = {
+  format: 'tfjs-graph-js-bundle',
+  // nsfwjs's own loader imports ../../models/mobilenet_v2_mid/*.min.js from its
+  // dist/esm/ folders; the package exports no path to the files themselves.
+  directory: path.resolve(
+    path.dirname(fileURLToPath(import.meta.resolve('nsfwjs/models/mobilenet_v2_mid'))),
+    '../../models/mobilenet_v2_mid',
+  ),
+  name: 'mobilenet_v2_mid',
+  outputs: Object.values(MOBILENET_V2_NODES),
+};
 
 export const MOBILENET_V2_INPUT_SIZE = 224;
 
