@@ -5,7 +5,7 @@ import { ColorsTask } from './models/colors/colors-task.ts';
 import { DetectTask, type ExternalDetections } from './models/detect/detect-task.ts';
 import type { ModelRegistry } from './models/registry.ts';
 import type { Task } from './models/task-model.ts';
-import type { SerialQueue } from './serial-queue.ts';
+import type { ConcurrencyLimit } from './concurrency-limit.ts';
 
 export type PredictResponse = {
   image: { width: number; height: number; format: string };
@@ -23,17 +23,21 @@ export type PredictOptions = {
 };
 
 /**
- * Decodes the image once, then runs every asked task on it, in order, inside
- * the inference queue. With both detect and colors asked, each detected object
- * also gets the palette of its box.
+ * Decodes the image once, then runs every asked task on it, in order, within
+ * the service's limit of predictions in flight. With both detect and colors
+ * asked, each detected object also gets the palette of its box.
  */
 export async function predict(
   bytes: Uint8Array,
   tasks: readonly Task[],
   models: ModelRegistry,
-  inferenceQueue: SerialQueue,
+  inFlight: ConcurrencyLimit,
   { box, detections }: PredictOptions = {},
 ): Promise<PredictResponse> {
+  return inFlight.run(() => runTasks(bytes, tasks, models, { box, detections }));
+}
+
+async function runTasks(bytes: Uint8Array, tasks: readonly Task[], models: ModelRegistry, { box, detections }: PredictOptions): Promise<PredictResponse> {
   const image = await decodeImage(bytes);
   const response: PredictResponse = { image: { width: image.width, height: image.height, format: image.format } };
   let view = wholeImage(image);
@@ -47,12 +51,10 @@ export async function predict(
   }
   const colors = tasks.includes('colors') ? models.get('colors') : undefined;
   const objectColors = colors instanceof ColorsTask ? (crop: ImageView) => colors.palette(crop) : undefined;
-  await inferenceQueue.run(async () => {
-    for (const task of tasks) {
-      const model = models.get(task);
-      if (!model) throw new Error(`no model loaded for task ${task}`);
-      response[task] = model instanceof DetectTask ? await model.predict(view, { objectColors, external: detections }) : await model.predict(view);
-    }
-  });
+  for (const task of tasks) {
+    const model = models.get(task);
+    if (!model) throw new Error(`no model loaded for task ${task}`);
+    response[task] = model instanceof DetectTask ? await model.predict(view, { objectColors, external: detections }) : await model.predict(view);
+  }
   return response;
 }

@@ -1,24 +1,26 @@
 /**
- * The inference HTTP service: GET /health and POST /predict.
+ * The inference HTTP service: GET /health, GET /ready and POST /predict.
  *
  *   INFERENCE_PORT=8788 INFERENCE_HOST=127.0.0.1 node inference/src/server.ts
  *
- * INFERENCE_RUNTIME picks the engine: onnx (default) or tfjs-wasm.
- * The port is bound at once and models load behind it; /health answers 503
- * until they are ready. Port 0 picks a free port; the "listening on" line on
- * stdout names it.
+ * INFERENCE_RUNTIME picks the engine (onnx, the default, or tfjs-wasm); the
+ * model set comes from INFERENCE_DETECTOR, DETECTOR_LABELS and
+ * INFERENCE_MAX_BATCH (models/registry.ts). The port is bound at once and
+ * models load behind it: /health answers as soon as the process listens,
+ * /ready only once the models are loaded and warmed. Port 0 picks a free
+ * port; the "listening on" line on stdout names it.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import { ApiError } from './errors.ts';
 import { ImageDecodeError } from './image/decode.ts';
 import type { Box } from './image/view.ts';
-import { loadModels, type ModelRegistry } from './models/registry.ts';
+import { loadModels, modelSetFromEnv, type ModelRegistry } from './models/registry.ts';
 import type { ExternalDetections } from './models/detect/detect-task.ts';
 import { isTask, TASKS, type Task } from './models/task-model.ts';
 import { predict } from './predict.ts';
 import { createRuntime, runtimeNameFromEnv } from './runtime/select.ts';
-import { SerialQueue } from './serial-queue.ts';
+import { ConcurrencyLimit } from './concurrency-limit.ts';
 
 const MAX_BODY_BYTES = 50 * 1024 * 1024;
 
@@ -27,9 +29,11 @@ const host = process.env.INFERENCE_HOST ?? '127.0.0.1';
 /** When set, /predict answers only `Authorization: Bearer <INFERENCE_SECRET>` (the Worker's shared secret). */
 const secret = process.env.INFERENCE_SECRET || undefined;
 const runtimeName = runtimeNameFromEnv();
+const modelSet = modelSetFromEnv();
 
 let models: ModelRegistry | undefined;
-const inferenceQueue = new SerialQueue();
+// As many predictions in flight as one embedder batch holds: enough to fill batches, few enough to bound memory.
+const inFlight = new ConcurrencyLimit(modelSet.maxBatch);
 
 const server = http.createServer((request, response) => {
   handle(request, response).catch((error: unknown) => sendError(response, error));
@@ -43,7 +47,7 @@ server.listen(port, host, () => {
 try {
   const runtime = await createRuntime(runtimeName);
   const started = performance.now();
-  models = await loadModels(runtime);
+  models = await loadModels(runtime, modelSet);
   const loaded = [...models.values()].map((model) => `${model.task}=${model.modelId}`).join(', ');
   console.log(`inference: runtime ${runtimeName}, ${runtime.description}; loaded ${loaded} in ${Math.round(performance.now() - started)} ms`);
 } catch (error) {
@@ -55,7 +59,12 @@ async function handle(request: http.IncomingMessage, response: http.ServerRespon
   const pathname = (request.url ?? '/').split('?')[0];
   if (pathname === '/health') {
     requireMethod(request, response, 'GET');
-    sendJson(response, models ? 200 : 503, { status: models ? 'ok' : 'loading' });
+    sendJson(response, 200, { status: 'ok', models: models ? 'ready' : 'loading' });
+    return;
+  }
+  if (pathname === '/ready') {
+    requireMethod(request, response, 'GET');
+    sendJson(response, models ? 200 : 503, { status: models ? 'ready' : 'loading' });
     return;
   }
   if (pathname === '/predict') {
@@ -69,7 +78,7 @@ async function handle(request: http.IncomingMessage, response: http.ServerRespon
     const box = parseBox(form.get('box'));
     const detections = parseDetections(form.get('detections'), tasks);
     const bytes = new Uint8Array(await image.arrayBuffer());
-    sendJson(response, 200, await predict(bytes, tasks, models, inferenceQueue, { box, detections }));
+    sendJson(response, 200, await predict(bytes, tasks, models, inFlight, { box, detections }));
     return;
   }
   throw new ApiError(404, 'not_found', `No route for ${pathname}.`);

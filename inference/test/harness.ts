@@ -45,13 +45,13 @@ export async function launchServer(env: Record<string, string> = {}): Promise<{ 
 
 export async function waitUntilHealthy(baseUrl: string): Promise<void> {
   const deadline = Date.now() + 60_000;
-  while ((await fetch(`${baseUrl}/health`)).status !== 200) {
-    if (Date.now() > deadline) throw new Error('the service did not become healthy within 60 s');
+  while ((await fetch(`${baseUrl}/ready`)).status !== 200) {
+    if (Date.now() > deadline) throw new Error('the service did not become ready within 60 s');
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
-/** Starts the service and resolves once /health says ok. */
+/** Starts the service and resolves once /ready says so. */
 export async function startServer(env: Record<string, string> = {}): Promise<RunningServer> {
   const { child, baseUrl } = await launchServer(env);
   await waitUntilHealthy(baseUrl);

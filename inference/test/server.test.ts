@@ -15,12 +15,15 @@ const EMBED_DIM = 448;
 
 let server: ChildProcess;
 let baseUrl: string;
-const firstHealth: { status?: number; body?: unknown } = {};
+const first: { health?: { status: number; body: unknown }; ready?: { status: number; body: unknown } } = {};
+const probe = async (path: string) => {
+  const response = await fetch(`${baseUrl}${path}`);
+  return { status: response.status, body: await response.json() };
+};
 
 before(async () => {
   ({ child: server, baseUrl } = await launchServer());
-  const response = await fetch(`${baseUrl}/health`);
-  Object.assign(firstHealth, { status: response.status, body: await response.json() });
+  [first.health, first.ready] = await Promise.all([probe('/health'), probe('/ready')]);
   await waitUntilHealthy(baseUrl);
 });
 
@@ -28,14 +31,18 @@ after(() => {
   server.kill();
 });
 
-describe('GET /health', () => {
-  test('answers loading until the models are in, then ok', async () => {
-    // The first probe may already find the models loaded on a fast machine.
-    if (firstHealth.status === 503) assert.deepEqual(firstHealth.body, { status: 'loading' });
-    else assert.equal(firstHealth.status, 200);
-    const response = await fetch(`${baseUrl}/health`);
-    assert.equal(response.status, 200);
-    assert.deepEqual(await response.json(), { status: 'ok' });
+describe('GET /health and GET /ready', () => {
+  test('/health answers as soon as the process listens; /ready only once the models are in', async () => {
+    // The first probes may already find the models loaded on a fast machine.
+    assert.equal(first.health!.status, 200);
+    if (first.ready!.status === 503) {
+      assert.deepEqual(first.ready!.body, { status: 'loading' });
+      assert.deepEqual(first.health!.body, { status: 'ok', models: 'loading' });
+    } else {
+      assert.equal(first.ready!.status, 200);
+    }
+    assert.deepEqual(await probe('/health'), { status: 200, body: { status: 'ok', models: 'ready' } });
+    assert.deepEqual(await probe('/ready'), { status: 200, body: { status: 'ready' } });
   });
 });
 

@@ -11,12 +11,12 @@ export async function startInference(port: number, options: { timeoutMs?: number
   const deadline = Date.now() + (options.timeoutMs ?? 120_000);
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`inference service exited with code ${child.exitCode}`);
-    const healthy = await fetch(`http://127.0.0.1:${port}/health`)
+    const ready = await fetch(`http://127.0.0.1:${port}/ready`)
       .then((response) => response.ok)
       .catch(() => false);
-    if (healthy) return child;
+    if (ready) return child;
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   child.kill();
-  throw new Error('inference service did not become healthy in time');
+  throw new Error('inference service did not become ready in time');
 }

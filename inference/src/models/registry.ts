@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { ModelSource, Runtime } from '../runtime/runtime.ts';
 import { loadColorsTask } from './colors/colors-task.ts';
 import { CENTERNET_SOURCE } from './detect/centernet.ts';
-import { loadDetectTask } from './detect/detect-task.ts';
+import { DETECTOR_NAMES, loadDetectTask, type DetectorName } from './detect/detect-task.ts';
 import { DEFAULT_LABEL_MAP_FILE } from './detect/label-map.ts';
 import { loadEmbedder } from './embed/embedder.ts';
 import { MOBILENET_V2_SOURCE } from './embed/mobilenet-v2.ts';
@@ -13,16 +13,33 @@ export type ModelRegistry = ReadonlyMap<Task, TaskModel>;
 /** Every graph the tasks load; scripts/convert-models.ts converts these for the ONNX runtime. */
 export const MODEL_SOURCES: readonly ModelSource[] = [MOBILENET_V2_SOURCE, CENTERNET_SOURCE];
 
-/**
- * Loads every task's model once on the given runtime (server.ts picks it from
- * INFERENCE_RUNTIME); the server keeps them for its lifetime.
- * DETECTOR_LABELS names the detector's label map (default config/detector-labels.json;
- * a relative path is taken from the working directory).
- */
-export async function loadModels(runtime: Runtime): Promise<ModelRegistry> {
-  const embedder = await loadEmbedder(runtime);
-  const labelMapFile = process.env.DETECTOR_LABELS ? path.resolve(process.env.DETECTOR_LABELS) : DEFAULT_LABEL_MAP_FILE;
-  const detect = await loadDetectTask(runtime, embedder, labelMapFile);
+/** Which models the service loads, from its environment (inference/README.md, Run). */
+export type ModelSet = {
+  /** INFERENCE_DETECTOR: `centernet` (default) or `none`. */
+  readonly detector: DetectorName;
+  /** DETECTOR_LABELS: the detector's label map (a relative path is taken from the working directory). */
+  readonly labelMapFile: string;
+  /** INFERENCE_MAX_BATCH: embeddings per engine run at most (default 8). */
+  readonly maxBatch: number;
+};
+
+export function modelSetFromEnv(env: NodeJS.ProcessEnv = process.env): ModelSet {
+  const detector = env.INFERENCE_DETECTOR || DETECTOR_NAMES[0];
+  if (!(DETECTOR_NAMES as readonly string[]).includes(detector)) {
+    throw new Error(`INFERENCE_DETECTOR must be one of ${DETECTOR_NAMES.join(', ')}, got "${detector}"`);
+  }
+  const maxBatch = Number(env.INFERENCE_MAX_BATCH || 8);
+  if (!(Number.isInteger(maxBatch) && maxBatch >= 1 && maxBatch <= 256)) {
+    throw new Error(`INFERENCE_MAX_BATCH must be an integer from 1 to 256, got "${env.INFERENCE_MAX_BATCH}"`);
+  }
+  const labelMapFile = env.DETECTOR_LABELS ? path.resolve(env.DETECTOR_LABELS) : DEFAULT_LABEL_MAP_FILE;
+  return { detector: detector as DetectorName, labelMapFile, maxBatch };
+}
+
+/** Loads every task's model once on the given runtime; the server keeps them for its lifetime. */
+export async function loadModels(runtime: Runtime, modelSet: ModelSet): Promise<ModelRegistry> {
+  const embedder = await loadEmbedder(runtime, { maxBatch: modelSet.maxBatch });
+  const detect = await loadDetectTask(runtime, embedder, modelSet.labelMapFile, modelSet.detector);
   return new Map<Task, TaskModel>([
     ['embed', embedder],
     ['detect', detect],

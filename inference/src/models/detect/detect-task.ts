@@ -3,7 +3,9 @@ import type { Runtime } from '../../runtime/runtime.ts';
 import type { PaletteColor } from '../colors/palette.ts';
 import type { Embedder } from '../embed/embedder.ts';
 import type { TaskModel } from '../task-model.ts';
+import { ApiError } from '../../errors.ts';
 import { loadCenterNet } from './centernet.ts';
+import { COCO_LABELS } from './coco-labels.ts';
 import type { Detection, Detector } from './detector.ts';
 import { loadLabelMap, mappedTypes, type LabelMap } from './label-map.ts';
 import { cropBoxWithMargin, DETECT_MIN_SCORE, selectObjects, toViewPixels } from './objects.ts';
@@ -55,12 +57,13 @@ export class DetectTask implements TaskModel {
   readonly task = 'detect';
   readonly modelId: string;
   readonly types: ProductType[];
-  readonly #detector: Detector;
+  readonly #detector: Detector | undefined;
   readonly #labelMap: LabelMap;
   readonly #embedder: Embedder;
 
-  constructor(detector: Detector, labelMap: LabelMap, embedder: Embedder) {
-    this.modelId = detector.modelId;
+  /** Without a detector, the task only finishes external detections. */
+  constructor(detector: Detector | undefined, labelMap: LabelMap, embedder: Embedder) {
+    this.modelId = detector?.modelId ?? 'external';
     this.types = mappedTypes(labelMap);
     this.#detector = detector;
     this.#labelMap = labelMap;
@@ -69,16 +72,21 @@ export class DetectTask implements TaskModel {
 
   async predict(view: ImageView, options: DetectOptions = {}): Promise<DetectResult> {
     const { external } = options;
+    if (!external && !this.#detector) {
+      throw new ApiError(400, 'detections_required', 'This service loads no detector (INFERENCE_DETECTOR=none): send the "detections" field with the detect task.');
+    }
     const detections = external
       ? external.objects.map((detection) => ({ ...detection, box: toViewPixels(detection.box, view) }))
-      : await this.#detector.detect(view.pixels, DETECT_MIN_SCORE);
-    const objects: DetectedObjectResult[] = [];
-    for (const object of selectObjects(detections, this.#labelMap, view)) {
-      const crop = cropView(view, cropBoxWithMargin(object.box, view));
-      const embedding = Array.from(await this.#embedder.embed(crop.pixels));
-      const result: DetectedObjectResult = { ...object, score: roundScore(object.score), box: [...object.box], embedding };
-      objects.push(options.objectColors ? { ...result, colors: options.objectColors(cropView(view, object.box)) } : result);
-    }
+      : await this.#detector!.detect(view.pixels, DETECT_MIN_SCORE);
+    // Every crop's embedding is asked at once, so that a batching embedder runs them together.
+    const objects = await Promise.all(
+      selectObjects(detections, this.#labelMap, view).map(async (object): Promise<DetectedObjectResult> => {
+        const crop = cropView(view, cropBoxWithMargin(object.box, view));
+        const embedding = Array.from(await this.#embedder.embed(crop.pixels));
+        const result: DetectedObjectResult = { ...object, score: roundScore(object.score), box: [...object.box], embedding };
+        return options.objectColors ? { ...result, colors: options.objectColors(cropView(view, object.box)) } : result;
+      }),
+    );
     return { model: external?.model ?? this.modelId, types: this.types, objects };
   }
 }
@@ -87,7 +95,12 @@ function roundScore(score: number): number {
   return Math.round(score * 10_000) / 10_000;
 }
 
-export async function loadDetectTask(runtime: Runtime, embedder: Embedder, labelMapFile: string): Promise<DetectTask> {
-  const detector = await loadCenterNet(runtime);
-  return new DetectTask(detector, loadLabelMap(labelMapFile, detector.labels), embedder);
+/** The detectors INFERENCE_DETECTOR may name; `none` leaves detection to the caller (the Worker's Workers AI DETR). */
+export const DETECTOR_NAMES = ['centernet', 'none'] as const;
+export type DetectorName = (typeof DETECTOR_NAMES)[number];
+
+export async function loadDetectTask(runtime: Runtime, embedder: Embedder, labelMapFile: string, detectorName: DetectorName): Promise<DetectTask> {
+  const detector = detectorName === 'centernet' ? await loadCenterNet(runtime) : undefined;
+  // External detections are expected in COCO's vocabulary, as DETR's are.
+  return new DetectTask(detector, loadLabelMap(labelMapFile, detector?.labels ?? COCO_LABELS), embedder);
 }

@@ -1,5 +1,6 @@
 import type { RgbPixels } from '../../image/decode.ts';
 import type { ImageView } from '../../image/view.ts';
+import { BatchedSession } from '../../runtime/batched-session.ts';
 import type { InferenceSession, Runtime } from '../../runtime/runtime.ts';
 import type { TaskModel } from '../task-model.ts';
 import { MOBILENET_V2_INPUT_SIZE, MOBILENET_V2_NODES, MOBILENET_V2_SOURCE, toMobileNetV2Input } from './mobilenet-v2.ts';
@@ -48,8 +49,13 @@ export class Embedder implements TaskModel {
   }
 }
 
-export async function loadEmbedder(runtime: Runtime): Promise<Embedder> {
-  const embedder = new Embedder(await runtime.load(MOBILENET_V2_SOURCE));
+/**
+ * Loads the embedder. With `maxBatch` above 1, concurrent embeddings (several
+ * requests', or one image's object crops) share engine runs of up to that many.
+ */
+export async function loadEmbedder(runtime: Runtime, { maxBatch = 1 }: { maxBatch?: number } = {}): Promise<Embedder> {
+  const session = await runtime.load(MOBILENET_V2_SOURCE);
+  const embedder = new Embedder(maxBatch > 1 ? new BatchedSession(session, maxBatch) : session);
   // The first run initialises every kernel; pay for that before serving.
   await embedder.embed(greyPixels(MOBILENET_V2_INPUT_SIZE));
   return embedder;
