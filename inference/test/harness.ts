@@ -3,6 +3,7 @@
  * a free port), posts to /predict, reads the shared test images.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
@@ -41,6 +42,16 @@ export async function launchServer(env: Record<string, string> = {}): Promise<{ 
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   return { child, baseUrl: await listeningUrl(child) };
+}
+
+/** Runs the service with a setting that must stop it at start: its exit code and everything it printed. */
+export async function runUntilExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [SERVER], { env: { ...process.env, ...env, INFERENCE_PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, output };
 }
 
 export async function waitUntilHealthy(baseUrl: string): Promise<void> {

@@ -3,14 +3,11 @@
  * and batching under concurrent requests.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { cosine, IMAGES_DIR, startServer, type ErrorBody, type RunningServer } from './harness.ts';
+import { cosine, IMAGES_DIR, runUntilExit, startServer, type ErrorBody, type RunningServer } from './harness.ts';
 
-const SERVER = path.resolve(import.meta.dirname, '../src/server.ts');
 const image = (file: string) => readFile(path.join(IMAGES_DIR, file));
 
 describe('INFERENCE_DETECTOR=none', () => {
@@ -65,11 +62,7 @@ describe('a bad model set stops the service before it listens', () => {
     ['INFERENCE_MAX_BATCH', '0', /INFERENCE_MAX_BATCH must be an integer from 1 to 256, got "0"/],
   ] as const) {
     test(`${name}=${value}`, async () => {
-      const child = spawn(process.execPath, [SERVER], { env: { ...process.env, [name]: value, INFERENCE_PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
-      let output = '';
-      child.stdout.on('data', (chunk: Buffer) => (output += chunk));
-      child.stderr.on('data', (chunk: Buffer) => (output += chunk));
-      const [code] = (await once(child, 'exit')) as [number];
+      const { code, output } = await runUntilExit({ [name]: value });
       assert.equal(code, 1);
       assert.doesNotMatch(output, /listening on/);
       assert.match(output, message);

@@ -5,8 +5,6 @@
  * runtime's refusals, and runtime selection in the real service.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -22,7 +20,7 @@ import { convertTfjsGraph } from '../src/runtime/onnx/convert.ts';
 import { createOnnxRuntime } from '../src/runtime/onnxruntime.ts';
 import type { Float32Tensor, InferenceSession, ModelSource, Runtime } from '../src/runtime/runtime.ts';
 import { createTfjsWasmRuntime } from '../src/runtime/tfjs-wasm.ts';
-import { cosine, IMAGES_DIR, launchServer, startServer, waitUntilHealthy } from './harness.ts';
+import { cosine, IMAGES_DIR, launchServer, runUntilExit, startServer, waitUntilHealthy } from './harness.ts';
 
 /** Photos and cut-outs, with and without objects the detector finds. */
 const IMAGES = [
@@ -200,14 +198,7 @@ describe('INFERENCE_RUNTIME', () => {
   });
 
   test('an unknown runtime stops the service before it listens, naming the choices', async () => {
-    const child = spawn(process.execPath, [path.resolve(import.meta.dirname, '../src/server.ts')], {
-      env: { ...process.env, INFERENCE_RUNTIME: 'tensorrt', INFERENCE_PORT: '0' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk));
-    const [code] = (await once(child, 'exit')) as [number];
+    const { code, output } = await runUntilExit({ INFERENCE_RUNTIME: 'tensorrt' });
     assert.equal(code, 1);
     assert.doesNotMatch(output, /listening on/);
     assert.match(output, /INFERENCE_RUNTIME must be one of onnx, tfjs-wasm, got "tensorrt"/);
