@@ -82,7 +82,7 @@ const CANDIDATES: Candidate[] = [
   { name: 'avg pool, signed sqrt, orthogonal', dim: 1536, reduce: (f) => reduceWith(orthogonal1536, sqrt(f.pooled)) },
   { name: 'avg pool minus its mean, orthogonal', dim: 1536, reduce: (f) => reduceWith(orthogonal1536, minusMean(f.pooled)) },
   { name: 'GeM p=3, orthogonal', dim: 1536, reduce: (f) => reduceWith(orthogonal1536, f.gem3) },
-  { name: '**last bottleneck avg pool (the service)**', dim: 448, reduce: (f) => l2Normalize(f.bottleneck) },
+  { name: "**last bottleneck avg pool (the service's per-view feature)**", dim: 448, reduce: (f) => l2Normalize(f.bottleneck) },
   { name: 'last bottleneck avg, signed sqrt', dim: 448, reduce: (f) => l2Normalize(sqrt(f.bottleneck)) },
   {
     name: 'bottleneck avg ++ avg pool orthogonal 1088',

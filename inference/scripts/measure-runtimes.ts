@@ -4,7 +4,7 @@
  * also as a batch of 8 for the embedder; medians of many calls) and the
  * model's whole step per image (resize or letterbox + network + pooling or
  * decoding; the median of the rounds' means). Prints a Markdown table for
- * README.md.
+ * README.md; `npm run bench` (scripts/bench.ts) imports the same functions.
  *
  *   node inference/scripts/measure-runtimes.ts [--images 30] [--rounds 3]
  *
@@ -23,26 +23,40 @@ import { createOnnxRuntime } from '../src/runtime/onnxruntime.ts';
 import type { Float32Tensor, Runtime } from '../src/runtime/runtime.ts';
 import { createTfjsWasmRuntime } from '../src/runtime/tfjs-wasm.ts';
 
-const IMAGES_DIR = process.env.IMAGES_DIR ?? path.resolve(import.meta.dirname, '../../../shared/data/images');
-const { values } = parseArgs({ options: { images: { type: 'string', default: '30' }, rounds: { type: 'string', default: '3' } } });
+export const IMAGES_DIR = process.env.IMAGES_DIR ?? path.resolve(import.meta.dirname, '../../../shared/data/images');
 const BATCH = 8;
 
-const files = (await readdir(IMAGES_DIR)).filter((file) => /\.(jpe?g|png)$/i.test(file)).sort().slice(0, Number(values.images));
-const images: RgbPixels[] = [];
-for (const file of files) images.push((await decodeImage(await readFile(path.join(IMAGES_DIR, file)))).pixels);
-const rounds = Number(values.rounds);
+/** One runtime's timings, ms per image. */
+export type RuntimeTimings = {
+  runtime: string;
+  description: string;
+  embedNetwork: number;
+  embedNetworkBatchOf8: number;
+  embedStep: number;
+  detectNetwork: number;
+  detectStep: number;
+};
 
-const threads = availableParallelism();
-const runtimes: [string, () => Promise<Runtime>][] = [
-  ['tfjs-wasm', createTfjsWasmRuntime],
-  ['onnx, 1 thread', () => createOnnxRuntime({ intraOpThreads: 1 })],
-];
-if (threads > 1) runtimes.push([`onnx, ${threads} threads`, () => createOnnxRuntime({ intraOpThreads: threads })]);
+/** The first `images` JPEG and PNG files of `dir`, in name order, decoded as the service decodes them. */
+export async function loadImages(dir: string, images: number): Promise<RgbPixels[]> {
+  const files = (await readdir(dir)).filter((file) => /\.(jpe?g|png)$/i.test(file)).sort().slice(0, images);
+  const decoded: RgbPixels[] = [];
+  for (const file of files) decoded.push((await decodeImage(await readFile(path.join(dir, file)))).pixels);
+  return decoded;
+}
 
-console.error(`${images.length} images from ${IMAGES_DIR}, ${rounds} rounds, ${threads} cores`);
-console.log('| runtime | embed network | embed network, batch of 8 (per image) | embed step | detect network | detect step |');
-console.log('| --- | --- | --- | --- | --- | --- |');
-for (const [label, create] of runtimes) {
+/** tfjs-wasm, ONNX Runtime on one thread, and on every core where there are several. */
+export function runtimesToMeasure(): [string, () => Promise<Runtime>][] {
+  const threads = availableParallelism();
+  const runtimes: [string, () => Promise<Runtime>][] = [
+    ['tfjs-wasm', createTfjsWasmRuntime],
+    ['onnx, 1 thread', () => createOnnxRuntime({ intraOpThreads: 1 })],
+  ];
+  if (threads > 1) runtimes.push([`onnx, ${threads} threads`, () => createOnnxRuntime({ intraOpThreads: threads })]);
+  return runtimes;
+}
+
+export async function measureRuntime(label: string, create: () => Promise<Runtime>, images: RgbPixels[], rounds: number): Promise<RuntimeTimings> {
   const runtime = await create();
   const embedder = await loadEmbedder(runtime);
   const detector = await loadCenterNet(runtime);
@@ -52,14 +66,15 @@ for (const [label, create] of runtimes) {
   const embedBatch = repeat(embedInput, BATCH);
   const detectInput = (await toCenterNetInput(images[0]!)).input;
   const bottleneck = [MOBILENET_V2_NODES.lastBottleneck];
-  const columns = [
-    await msPerCall(() => embedSession.run(embedInput, bottleneck), 40),
-    (await msPerCall(() => embedSession.run(embedBatch, bottleneck), 9)) / BATCH,
-    await msPerImage((pixels) => embedder.embed(pixels)),
-    await msPerCall(() => detectSession.run(detectInput, CENTERNET_SOURCE.outputs), 15),
-    await msPerImage((pixels) => detector.detect(pixels, 0.2)),
-  ];
-  console.log(`| ${label}: ${runtime.description} | ${columns.map((ms) => ms.toFixed(1)).join(' | ')} |`);
+  return {
+    runtime: label,
+    description: runtime.description,
+    embedNetwork: await msPerCall(() => embedSession.run(embedInput, bottleneck), 40),
+    embedNetworkBatchOf8: (await msPerCall(() => embedSession.run(embedBatch, bottleneck), 9)) / BATCH,
+    embedStep: await msPerImage(images, rounds, (pixels) => embedder.embed(pixels)),
+    detectNetwork: await msPerCall(() => detectSession.run(detectInput, CENTERNET_SOURCE.outputs), 15),
+    detectStep: await msPerImage(images, rounds, (pixels) => detector.detect(pixels, 0.2)),
+  };
 }
 
 /** Median of `times` calls, after one more: the machine's other work shows as outliers. */
@@ -75,7 +90,7 @@ async function msPerCall(call: () => Promise<unknown>, times: number): Promise<n
 }
 
 /** Mean over the images of one round; the median round. */
-async function msPerImage(step: (pixels: RgbPixels) => Promise<unknown>): Promise<number> {
+async function msPerImage(images: RgbPixels[], rounds: number, step: (pixels: RgbPixels) => Promise<unknown>): Promise<number> {
   const means: number[] = [];
   for (let round = 0; round < rounds; round++) {
     const started = performance.now();
@@ -95,4 +110,18 @@ function repeat(input: Float32Tensor, times: number): Float32Tensor {
   const data = new Float32Array(input.data.length * times);
   for (let i = 0; i < times; i++) data.set(input.data, i * input.data.length);
   return { data, shape: [times, ...input.shape.slice(1)] };
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({ options: { images: { type: 'string', default: '30' }, rounds: { type: 'string', default: '3' } } });
+  const images = await loadImages(IMAGES_DIR, Number(values.images));
+  const rounds = Number(values.rounds);
+  console.error(`${images.length} images from ${IMAGES_DIR}, ${rounds} rounds, ${availableParallelism()} cores`);
+  console.log('| runtime | embed network | embed network, batch of 8 (per image) | embed step | detect network | detect step |');
+  console.log('| --- | --- | --- | --- | --- | --- |');
+  for (const [label, create] of runtimesToMeasure()) {
+    const t = await measureRuntime(label, create, images, rounds);
+    const columns = [t.embedNetwork, t.embedNetworkBatchOf8, t.embedStep, t.detectNetwork, t.detectStep];
+    console.log(`| ${label}: ${t.description} | ${columns.map((ms) => ms.toFixed(1)).join(' | ')} |`);
+  }
 }

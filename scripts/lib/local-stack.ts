@@ -19,6 +19,8 @@ export type LocalStackOptions = {
 export type LocalStack = {
   readonly baseUrl: string;
   readonly inferenceUrl: string;
+  /** The bearer secret the inference service requires, for a caller beside the Worker (`npm run bench`). */
+  readonly inferenceSecret: string;
   /** The processes: the inference service, then wrangler. */
   readonly children: readonly ChildProcess[];
   stop(): void;
@@ -59,6 +61,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const stack: LocalStack = {
     baseUrl: `http://127.0.0.1:${options.port}`,
     inferenceUrl,
+    inferenceSecret,
     children: [inference, wrangler],
     stop: () => {
       for (const child of stack.children) child.kill('SIGTERM');

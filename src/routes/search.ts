@@ -18,10 +18,10 @@ export const searchRoutes = new Hono<AppEnv>();
 searchRoutes.get('/search', endpoint('search', 'search'), authenticate({ allowAppKey: true }), async (c) => {
   const { params, app } = c.var;
   const imName = params.required('im_name', new ApiError(400, SEARCH_ERRORS.imageNotFound));
-  const schema = await getSchema(c.env.DB, app.id);
+  // Both reads at once (one D1 round trip less); the parameters are still checked before the image is looked at.
+  const [schema, image] = await Promise.all([getSchema(c.env.DB, app.id), findImageByName(c.env.DB, app.id, imName)]);
   const options = readSearchOptions(params, schema, app, { limitName: 'limit', allowGroupBy: true });
 
-  const image = await findImageByName(c.env.DB, app.id, imName);
   const stillProcessing = new ApiError(404, SEARCH_ERRORS.stillProcessing);
   if (!image) {
     if (await isImagePending(c.env.DB, app.id, imName)) throw stillProcessing;

@@ -79,10 +79,14 @@ export async function findImageByName(db: D1Database, appId: string, imName: str
 /** The application's images among `ids`, keyed by id; ids of other applications or removed images are absent. */
 export async function getImagesByIds(db: D1Database, appId: string, ids: number[]): Promise<Map<number, ImageRow>> {
   if (ids.length === 0) return new Map();
-  // One JSON parameter instead of one per id: D1 allows 100 bound parameters per statement.
+  // One JSON parameter instead of one per id: D1 allows 100 bound parameters per statement. CROSS JOIN keeps SQLite
+  // looking the ids up one by one; given the choice it scans the application's whole (app_id, im_name) index.
   const { results } = await db
-    .prepare('SELECT id, im_name, im_url, metadata, object_count FROM images WHERE app_id = ? AND id IN (SELECT value FROM json_each(?))')
-    .bind(appId, JSON.stringify(ids))
+    .prepare(
+      `SELECT images.id, im_name, im_url, metadata, object_count FROM json_each(?) AS wanted CROSS JOIN images ON images.id = wanted.value
+       WHERE images.app_id = ?`,
+    )
+    .bind(JSON.stringify(ids), appId)
     .all<StoredImageRow>();
   return new Map(results.map((row) => [row.id, parse(row)]));
 }

@@ -35,6 +35,25 @@ describe('local vector index (the Vectorize stand-in of the port)', () => {
     expect(await index.query(unit(0, 1), { topK: 5, namespace: 'n' })).toEqual([]);
   });
 
+  it('keeps ids, vectors and metadata together when vectors leave and come back in the middle of a namespace', async () => {
+    const index = freshIndex();
+    const vector = (i: number): number[] => unit(1, i, i % 3);
+    await index.upsert(Array.from({ length: 10 }, (_, i) => ({ id: `v${i}`, values: vector(i), namespace: 'n', metadata: { i } })));
+    await index.deleteByIds(['v0', 'v4', 'v9']);
+    await index.upsert([{ id: 'v4', values: vector(4), namespace: 'n', metadata: { i: 4 } }, { id: 'v5', values: vector(5), namespace: 'other' }]);
+    const kept = [1, 2, 3, 4, 6, 7, 8];
+    for (const i of kept) {
+      const [match] = await index.query(vector(i), { topK: 1, namespace: 'n', returnMetadata: true });
+      expect(match).toMatchObject({ id: `v${i}`, metadata: { i } });
+      expect(match?.score).toBeCloseTo(1, 5);
+    }
+    expect((await index.query(vector(1), { topK: 20, namespace: 'n' })).map((match) => match.id).sort()).toEqual(kept.map((i) => `v${i}`));
+    expect((await index.getByIds(['v0', 'v5', 'v8'])).map(({ id, namespace, metadata }) => ({ id, namespace, metadata }))).toEqual([
+      { id: 'v5', namespace: 'other', metadata: undefined },
+      { id: 'v8', namespace: 'n', metadata: { i: 8 } },
+    ]);
+  });
+
   it('filters on metadata with Vectorize operators, ANDed', async () => {
     const index = freshIndex();
     await index.upsert([

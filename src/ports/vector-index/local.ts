@@ -4,8 +4,6 @@ import { matchesFilter } from './filter';
 import { checkQuery, checkRecords, VECTORIZE_LIMITS, VectorLimitError } from './limits';
 import type { VectorIndex, VectorMatch, VectorMetadata, VectorQuery, VectorRecord } from './types';
 
-type Entry = { id: string; namespace: string; values: Float32Array; norm: number; metadata: VectorMetadata | undefined };
-
 const DEFAULT_NAMESPACE = '';
 
 /**
@@ -31,14 +29,109 @@ function unwrap<T>(outcome: Outcome<T>): T {
 const norm = (values: Float32Array): number => Math.sqrt(values.reduce((sum, value) => sum + value * value, 0));
 
 /**
+ * One namespace's vectors, packed row after row in one Float32Array so that a query is a single pass over contiguous
+ * memory. A removed row takes the last one's place.
+ */
+class NamespaceRows {
+  readonly namespace: string;
+  ids: string[] = [];
+  metadata: (VectorMetadata | undefined)[] = [];
+  norms: number[] = [];
+  values: Float32Array;
+  readonly dimensions: number;
+
+  constructor(namespace: string, dimensions: number) {
+    this.namespace = namespace;
+    this.dimensions = dimensions;
+    this.values = new Float32Array(dimensions * 64);
+  }
+
+  get count(): number {
+    return this.ids.length;
+  }
+
+  row(row: number): Float32Array {
+    return this.values.subarray(row * this.dimensions, (row + 1) * this.dimensions);
+  }
+
+  /** Appends a row, doubling the storage when full; returns its number. */
+  add(id: string, values: Float32Array, metadata: VectorMetadata | undefined): number {
+    const row = this.count;
+    if ((row + 1) * this.dimensions > this.values.length) {
+      const grown = new Float32Array(this.values.length * 2);
+      grown.set(this.values);
+      this.values = grown;
+    }
+    this.values.set(values, row * this.dimensions);
+    this.ids.push(id);
+    this.metadata.push(metadata);
+    this.norms.push(norm(values));
+    return row;
+  }
+
+  /** Removes a row; returns the id of the last row, moved into its place, if any. */
+  remove(row: number): string | undefined {
+    const last = this.count - 1;
+    const moved = row === last ? undefined : this.ids[last]!;
+    if (moved !== undefined) {
+      this.values.copyWithin(row * this.dimensions, last * this.dimensions, (last + 1) * this.dimensions);
+      this.ids[row] = moved;
+      this.metadata[row] = this.metadata[last];
+      this.norms[row] = this.norms[last]!;
+    }
+    this.ids.pop();
+    this.metadata.pop();
+    this.norms.pop();
+    return moved;
+  }
+}
+
+/** The best `k` rows seen, best first: by score, then by id, as Vectorize breaks ties. */
+class TopRows {
+  readonly rows: number[] = [];
+  readonly scores: number[] = [];
+  readonly #k: number;
+  readonly #ids: string[];
+
+  constructor(k: number, ids: string[]) {
+    this.#k = k;
+    this.#ids = ids;
+  }
+
+  #before(score: number, row: number, at: number): boolean {
+    const other = this.scores[at]!;
+    return score > other || (score === other && this.#ids[row]! < this.#ids[this.rows[at]!]!);
+  }
+
+  offer(row: number, score: number): void {
+    const full = this.rows.length === this.#k;
+    // Most rows lose to the current k-th best at once: the pass stays linear.
+    if (full && !this.#before(score, row, this.#k - 1)) return;
+    let low = 0;
+    let high = this.rows.length;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (this.#before(score, row, middle)) high = middle;
+      else low = middle + 1;
+    }
+    this.rows.splice(low, 0, row);
+    this.scores.splice(low, 0, score);
+    if (full) {
+      this.rows.pop();
+      this.scores.pop();
+    }
+  }
+}
+
+/**
  * The local vector index: one Durable Object per index, vectors persisted in its SQLite storage and searched exactly
  * (cosine) from an in-memory copy. Runs in miniflare with no account and on Cloudflare alike, and enforces
  * Vectorize's limits.
  */
 export class LocalVectorIndex extends DurableObject<Env> {
-  #entries: Map<string, Entry> | undefined;
-  /** The same entries by namespace, so a query scans only its own. */
-  #namespaces = new Map<string, Map<string, Entry>>();
+  #namespaces: Map<string, NamespaceRows> | undefined;
+  /** Where each id lives. */
+  #where = new Map<string, { rows: NamespaceRows; row: number }>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -53,43 +146,45 @@ export class LocalVectorIndex extends DurableObject<Env> {
     return row?.value;
   }
 
-  /** Every entry, read from SQLite once per instance. */
-  #loaded(): Map<string, Entry> {
-    if (!this.#entries) {
-      this.#entries = new Map();
+  /** Every vector by namespace, read from SQLite once per instance. */
+  #loaded(): Map<string, NamespaceRows> {
+    if (!this.#namespaces) {
+      this.#namespaces = new Map();
       const rows = this.ctx.storage.sql.exec<{ id: string; namespace: string; vector: ArrayBuffer; metadata: string | null }>(
         'SELECT id, namespace, vector, metadata FROM vectors',
       );
       for (const row of rows) {
-        const values = new Float32Array(row.vector);
         const metadata = row.metadata === null ? undefined : (JSON.parse(row.metadata) as VectorMetadata);
-        this.#remember({ id: row.id, namespace: row.namespace, values, norm: norm(values), metadata });
+        this.#remember(row.id, row.namespace, new Float32Array(row.vector), metadata);
       }
     }
-    return this.#entries;
+    return this.#namespaces;
   }
 
-  #remember(entry: Entry): void {
-    this.#forget(entry.id);
-    this.#loaded().set(entry.id, entry);
-    const members = this.#namespaces.get(entry.namespace) ?? new Map<string, Entry>();
-    members.set(entry.id, entry);
-    this.#namespaces.set(entry.namespace, members);
+  #remember(id: string, namespace: string, values: Float32Array, metadata: VectorMetadata | undefined): void {
+    this.#forget(id);
+    const namespaces = this.#loaded();
+    const rows = namespaces.get(namespace) ?? new NamespaceRows(namespace, values.length);
+    namespaces.set(namespace, rows);
+    this.#where.set(id, { rows, row: rows.add(id, values, metadata) });
   }
 
   #forget(id: string): void {
-    const entry = this.#loaded().get(id);
-    if (!entry) return;
-    this.#loaded().delete(id);
-    this.#namespaces.get(entry.namespace)?.delete(id);
+    this.#loaded();
+    const place = this.#where.get(id);
+    if (!place) return;
+    this.#where.delete(id);
+    const moved = place.rows.remove(place.row);
+    if (moved !== undefined) this.#where.set(moved, place);
   }
 
   upsert(records: VectorRecord[]): Outcome<void> {
     return attempt(() => this.#upsert(records));
   }
 
-  query(vector: number[], query: VectorQuery): Outcome<VectorMatch[]> {
-    return attempt(() => this.#query(vector, query));
+  /** Several queries in one call: the sharded index asks every shard of a namespace at once. */
+  queryMany(queries: { vector: number[]; query: VectorQuery }[]): Outcome<VectorMatch[]>[] {
+    return queries.map(({ vector, query }) => attempt(() => this.#query(vector, query)));
   }
 
   #upsert(records: VectorRecord[]): void {
@@ -109,37 +204,50 @@ export class LocalVectorIndex extends DurableObject<Env> {
         values.buffer,
         record.metadata ? JSON.stringify(record.metadata) : null,
       );
-      this.#remember({ id: record.id, namespace, values, norm: norm(values), metadata: record.metadata });
+      this.#remember(record.id, namespace, values, record.metadata);
     }
   }
 
   #query(vector: number[], query: VectorQuery): VectorMatch[] {
     checkQuery(query, vector, this.#dimensions);
+    const rows = this.#loaded().get(query.namespace ?? DEFAULT_NAMESPACE);
+    if (!rows) return [];
     const probe = Float32Array.from(vector);
     const probeNorm = norm(probe) || 1;
-    const namespace = query.namespace ?? DEFAULT_NAMESPACE;
-    const scored: { entry: Entry; score: number }[] = [];
-    this.#loaded();
-    for (const entry of this.#namespaces.get(namespace)?.values() ?? []) {
-      if (query.filter && !matchesFilter(entry.metadata, query.filter)) continue;
-      let dot = 0;
-      for (let i = 0; i < probe.length; i++) dot += probe[i]! * entry.values[i]!;
-      scored.push({ entry, score: dot / (probeNorm * (entry.norm || 1)) });
+    const { values, dimensions, norms, ids, metadata } = rows;
+    const top = new TopRows(query.topK, ids);
+    const unrolled = dimensions - (dimensions % 4);
+    for (let row = 0; row < rows.count; row++) {
+      if (query.filter && !matchesFilter(metadata[row], query.filter)) continue;
+      // Four sums at once: independent additions that the CPU overlaps (about 1.4 times as fast in V8).
+      const base = row * dimensions;
+      let [d0, d1, d2, d3] = [0, 0, 0, 0];
+      let i = 0;
+      for (; i < unrolled; i += 4) {
+        d0 += probe[i]! * values[base + i]!;
+        d1 += probe[i + 1]! * values[base + i + 1]!;
+        d2 += probe[i + 2]! * values[base + i + 2]!;
+        d3 += probe[i + 3]! * values[base + i + 3]!;
+      }
+      for (; i < dimensions; i++) d0 += probe[i]! * values[base + i]!;
+      top.offer(row, (d0 + d1 + d2 + d3) / (probeNorm * (norms[row] || 1)));
     }
-    scored.sort((a, b) => b.score - a.score || (a.entry.id < b.entry.id ? -1 : 1));
-    return scored.slice(0, query.topK).map(({ entry, score }) => ({
-      id: entry.id,
-      score,
-      ...(query.returnValues ? { values: [...entry.values] } : {}),
-      ...(query.returnMetadata && entry.metadata ? { metadata: entry.metadata } : {}),
+    return top.rows.map((row, rank) => ({
+      id: ids[row]!,
+      score: top.scores[rank]!,
+      ...(query.returnValues ? { values: [...rows.row(row)] } : {}),
+      ...(query.returnMetadata && metadata[row] ? { metadata: metadata[row] } : {}),
     }));
   }
 
   getByIds(ids: string[]): VectorRecord[] {
+    this.#loaded();
     return ids.flatMap((id) => {
-      const entry = this.#loaded().get(id);
-      if (!entry) return [];
-      return [{ id, namespace: entry.namespace, values: [...entry.values], ...(entry.metadata ? { metadata: entry.metadata } : {}) }];
+      const place = this.#where.get(id);
+      if (!place) return [];
+      const { rows, row } = place;
+      const metadata = rows.metadata[row];
+      return [{ id, namespace: rows.namespace, values: [...rows.row(row)], ...(metadata ? { metadata } : {}) }];
     });
   }
 
@@ -151,13 +259,33 @@ export class LocalVectorIndex extends DurableObject<Env> {
   }
 }
 
-/** The port's local adapter: one named index, backed by its Durable Object. */
+type PendingQuery = { vector: number[]; query: VectorQuery; resolve: (outcome: Outcome<VectorMatch[]>) => void; reject: (error: unknown) => void };
+
+/**
+ * The port's local adapter: one named index, backed by its Durable Object. The queries asked in the same turn (the
+ * shards of one sharded query) go to the object in one call: each call costs about a millisecond in workerd.
+ */
 export function localVectorIndex(namespace: DurableObjectNamespace<LocalVectorIndex>, indexName: string): VectorIndex {
   const stub = namespace.get(namespace.idFromName(indexName));
+  let pending: PendingQuery[] = [];
+  const flush = (): void => {
+    const batch = pending;
+    pending = [];
+    stub.queryMany(batch.map(({ vector, query }) => ({ vector, query }))).then(
+      (outcomes) => batch.forEach((entry, i) => entry.resolve(outcomes[i]!)),
+      (error: unknown) => batch.forEach((entry) => entry.reject(error)),
+    );
+  };
   return {
     maxTopK: VECTORIZE_LIMITS.maxTopK,
     upsert: async (records) => unwrap(await stub.upsert(records)),
-    query: async (vector, query) => unwrap(await stub.query(vector, query)),
+    query: async (vector, query) =>
+      unwrap(
+        await new Promise<Outcome<VectorMatch[]>>((resolve, reject) => {
+          if (pending.length === 0) queueMicrotask(flush);
+          pending.push({ vector, query, resolve, reject });
+        }),
+      ),
     getByIds: async (ids) => stub.getByIds(ids),
     deleteByIds: async (ids) => {
       await stub.deleteByIds(ids);

@@ -3,13 +3,20 @@ import type { ImageView } from '../../image/view.ts';
 import { BatchedSession } from '../../runtime/batched-session.ts';
 import type { InferenceSession, Runtime } from '../../runtime/runtime.ts';
 import type { TaskModel } from '../task-model.ts';
-import { MOBILENET_V2_INPUT_SIZE, MOBILENET_V2_NODES, MOBILENET_V2_SOURCE, toMobileNetV2Input } from './mobilenet-v2.ts';
+import { MOBILENET_V2_INPUT_SIZE, MOBILENET_V2_NODES, MOBILENET_V2_SOURCE, mirrorInput, toMobileNetV2Input } from './mobilenet-v2.ts';
 import { averagePool, l2Normalize } from './vector.ts';
 
 /** Channels of the last bottleneck; within Vectorize's 1536. */
 export const EMBED_DIM = 448;
 /** Names the network, the node, the pooling and the preprocessing: change it when any changes. */
-export const EMBED_MODEL_ID = `mobilenet_v2_1.4_224-nsfwjs4-bottleneck_avg${EMBED_DIM}-v1`;
+export const EMBED_MODEL_ID = `mobilenet_v2_1.4_224-nsfwjs4-bottleneck_avg${EMBED_DIM}-whole+centre70-mirrored-v2`;
+
+/**
+ * The embedding adds the pooled features of several views: the whole picture and its centre 70 % of each side,
+ * each also mirrored. Mirroring makes the vector flip-invariant; the centre view lets a cropped copy meet its
+ * original half way (README.md "Quality").
+ */
+export const EMBED_CENTRE_SHARES: readonly number[] = [1, 0.7];
 
 export type EmbedResult = {
   readonly model: string;
@@ -21,9 +28,11 @@ export type EmbedResult = {
 /**
  * Whole-image embedding: the output of MobileNetV2's last bottleneck block
  * (448 channels, 7x7, before the 1x1 expansion to 1792) averaged over the 7x7
- * positions and L2-normalised. It needs no reduction to fit 1536 dimensions
+ * positions, summed over the views (EMBED_CENTRE_SHARES, each also
+ * mirrored) and L2-normalised. It needs no reduction to fit 1536 dimensions
  * and matched copies to originals better than the reduced 1792-d average pool
- * did; the measurement is in README.md (scripts/measure-embedding.ts).
+ * did; the measurements are in README.md (scripts/measure-embedding.ts, and
+ * the views by `npm run eval`).
  */
 export class Embedder implements TaskModel {
   readonly task = 'embed';
@@ -41,9 +50,15 @@ export class Embedder implements TaskModel {
 
   /** The unit-length embedding of some pixels (a whole image or a crop of one). */
   async embed(pixels: RgbPixels): Promise<Float32Array> {
-    const input = await toMobileNetV2Input(pixels, 'fill');
-    const outputs = await this.#session.run(input, [MOBILENET_V2_NODES.lastBottleneck]);
-    const vector = l2Normalize(averagePool(outputs.get(MOBILENET_V2_NODES.lastBottleneck)!));
+    const inputs = await Promise.all(EMBED_CENTRE_SHARES.map((share) => toMobileNetV2Input(pixels, 'fill', share)));
+    // Asked at once, so that a batching session runs the views together.
+    const pooled = await Promise.all(
+      inputs.flatMap((input) => [input, mirrorInput(input)]).map(async (input) => {
+        const outputs = await this.#session.run(input, [MOBILENET_V2_NODES.lastBottleneck]);
+        return averagePool(outputs.get(MOBILENET_V2_NODES.lastBottleneck)!);
+      }),
+    );
+    const vector = l2Normalize(pooled.reduce((sum, next) => sum.map((value, i) => value + next[i]!)));
     if (vector.length !== EMBED_DIM) throw new Error(`embedding has ${vector.length} dimensions, expected ${EMBED_DIM}`);
     return vector;
   }

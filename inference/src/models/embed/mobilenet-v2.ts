@@ -37,12 +37,26 @@ export const MOBILENET_V2_SOURCE: ModelSource = {
 export const MOBILENET_V2_INPUT_SIZE = 224;
 
 /**
- * The picture resized to 224x224 with RGB scaled to [0, 1]; the graph's
- * hub_input layer maps that to [-1, 1] itself. With fit 'fill' this is what
- * nsfwjs feeds the model (it stretches rather than crops).
+ * The picture (or its centre `centreShare` of each side) resized to 224x224
+ * with RGB scaled to [0, 1]; the graph's hub_input layer maps that to [-1, 1]
+ * itself. With fit 'fill' this is what nsfwjs feeds the model (it stretches
+ * rather than crops).
  */
-export async function toMobileNetV2Input(pixels: RgbPixels, fit: ResizeFit): Promise<Float32Tensor> {
+export async function toMobileNetV2Input(pixels: RgbPixels, fit: ResizeFit, centreShare = 1): Promise<Float32Tensor> {
   const size = MOBILENET_V2_INPUT_SIZE;
-  const resized = await resizeRgb(pixels, size, size, fit);
+  const resized = await resizeRgb(pixels, size, size, fit, centreShare);
   return { data: Float32Array.from(resized.data, (value) => value / 255), shape: [1, size, size, 3] };
+}
+
+/** An NHWC input mirrored left to right: a mirrored view without resizing again. */
+export function mirrorInput(input: Float32Tensor): Float32Tensor {
+  const [batch = 1, height = 0, width = 0, channels = 0] = input.shape;
+  const data = new Float32Array(input.data.length);
+  for (let row = 0; row < batch * height; row++) {
+    for (let x = 0; x < width; x++) {
+      const from = (row * width + x) * channels;
+      data.set(input.data.subarray(from, from + channels), (row * width + width - 1 - x) * channels);
+    }
+  }
+  return { data, shape: input.shape };
 }

@@ -1,0 +1,293 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { IMAGES_DIR, loadImages, measureRuntime, runtimesToMeasure, type RuntimeTimings } from '../inference/scripts/measure-runtimes.ts';
+import { startFixtureServer } from '../test/support/fixture-server.ts';
+import { freePort } from '../test/support/free-port.ts';
+import { adminRequest, type AdminConfig } from './lib/admin-client.ts';
+import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
+import { ROOT } from './lib/wrangler-env.ts';
+
+/**
+ * `npm run bench` (issue 8): inference time per image on each runtime; insert throughput through the queue against
+ * the inference service's own throughput; /search and /uploadsearch latency at several collection sizes; memory of
+ * the Worker (workerd) and of the inference service. Prints one table and writes `.local/bench.json`.
+ *
+ *   npm run bench -- [--sizes 1000,10000,100000] [--copies 2] [--images 20] [--rounds 2]
+ *
+ * Timings are wall-clock on this machine and move with whatever else runs on it: they are reported, never asserted.
+ */
+
+const { values: args } = parseArgs({
+  options: {
+    sizes: { type: 'string', default: '1000,10000,100000' },
+    // Each shared image is inserted this many times, under different names.
+    copies: { type: 'string', default: '2' },
+    // Images and rounds of the per-runtime timing (inference/scripts/measure-runtimes.ts).
+    images: { type: 'string', default: '20' },
+    rounds: { type: 'string', default: '2' },
+  },
+});
+const OUT = path.join(ROOT, '.local/bench.json');
+const SEARCH_OUT = path.join(ROOT, '.local/bench-search.json');
+/** The consumer's max_batch_size in wrangler.toml: the queue hands it that many images, which it handles at once. */
+const CONSUMER_BATCH = 10;
+/** `/insert` takes at most 100 images a call. */
+const INSERT_CALL = 100;
+const SEARCH_BUDGET_MS = 50;
+const THROUGHPUT_TARGET = 0.8;
+
+type Memory = { peakRssMiB: number; hwmMiB: number };
+
+/**
+ * Samples the resident memory of a process tree every 250 ms, grouped by `group` (a process's command line to a
+ * label, or undefined to skip it): the largest sum of VmRSS seen, and the sum of the processes' VmHWM (their own peaks).
+ */
+function sampleMemory(root: number, group: (command: string) => string | undefined): { stop(): Record<string, Memory> } {
+  const peaks = new Map<string, number>();
+  const hwm = new Map<string, Map<number, number>>();
+  const sample = (): void => {
+    const rss = new Map<string, number>();
+    for (const pid of descendants(root)) {
+      const label = group(readProc(pid, 'cmdline').replaceAll('\0', ' '));
+      const status = readProc(pid, 'status');
+      if (!label || !status) continue;
+      const kib = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
+      rss.set(label, (rss.get(label) ?? 0) + kib('VmRSS'));
+      hwm.set(label, (hwm.get(label) ?? new Map()).set(pid, kib('VmHWM')));
+    }
+    for (const [label, kib] of rss) peaks.set(label, Math.max(peaks.get(label) ?? 0, kib));
+  };
+  sample();
+  const timer = setInterval(sample, 250);
+  return {
+    stop() {
+      sample();
+      clearInterval(timer);
+      const mib = (kib: number): number => Math.round(kib / 1024);
+      return Object.fromEntries(
+        [...peaks].map(([label, kib]) => [label, { peakRssMiB: mib(kib), hwmMiB: mib([...hwm.get(label)!.values()].reduce((a, b) => a + b, 0)) }]),
+      );
+    },
+  };
+}
+
+const readProc = (pid: number, file: string): string => {
+  try {
+    return readFileSync(`/proc/${pid}/${file}`, 'utf8');
+  } catch {
+    return ''; // gone between listing and reading
+  }
+};
+
+/** `root` and every process below it, from the parent pids in /proc. */
+function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid)) continue;
+    // The parent pid is the second field after the parenthesised command name.
+    const parent = Number(readProc(pid, 'stat').split(') ')[1]?.split(' ')[1]);
+    if (parent) children.set(parent, [...(children.get(parent) ?? []), pid]);
+  }
+  const found = [root];
+  for (let i = 0; i < found.length; i++) found.push(...(children.get(found[i]!) ?? []));
+  return found;
+}
+
+/** Worker processes and the inference service, whichever command started them. */
+const processKind = (command: string): string | undefined =>
+  /\/workerd /.test(command) ? 'worker' : command.includes('inference/src/server.ts') ? 'inference' : undefined;
+
+/** Runs `task` on each item, at most `concurrency` at a time. */
+async function pool<T>(items: T[], concurrency: number, task: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) await task(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+}
+
+const imageFiles = (): string[] =>
+  readdirSync(IMAGES_DIR)
+    .filter((file) => /\.(jpe?g|png)$/i.test(file))
+    .sort();
+
+async function measureInference(): Promise<RuntimeTimings[]> {
+  const images = await loadImages(IMAGES_DIR, Number(args.images));
+  const timings: RuntimeTimings[] = [];
+  for (const [label, create] of runtimesToMeasure()) {
+    console.log(`Timing ${label} on ${images.length} images...`);
+    timings.push(await measureRuntime(label, create, images, Number(args.rounds)));
+  }
+  return timings;
+}
+
+type Throughput = { images: number; failed: number; seconds: number; imagesPerSecond: number };
+type InsertThroughput = Throughput & { errors: { im_name: string; error_code: number }[] };
+
+/** The images posted straight to the inference service's /predict with the consumer's tasks and concurrency. */
+async function rawThroughput(stack: LocalStack, files: string[]): Promise<Throughput> {
+  const bytes = new Map(await Promise.all(files.map(async (file) => [file, await readFile(path.join(IMAGES_DIR, file))] as const)));
+  let failed = 0;
+  const predict = async (file: string): Promise<void> => {
+    const form = new FormData();
+    form.set('image', new Blob([bytes.get(file)!]), 'image');
+    form.set('tasks', 'embed,detect,colors');
+    const response = await fetch(`${stack.inferenceUrl}/predict`, { method: 'POST', body: form, headers: { authorization: `Bearer ${stack.inferenceSecret}` } });
+    await response.arrayBuffer();
+    if (!response.ok) failed++;
+  };
+  await pool(files.slice(0, CONSUMER_BATCH), CONSUMER_BATCH, predict); // warm-up
+  const started = performance.now();
+  await pool(files, CONSUMER_BATCH, predict);
+  const seconds = (performance.now() - started) / 1000;
+  return { images: files.length, failed, seconds, imagesPerSecond: (files.length - failed) / seconds };
+}
+
+type Status = { processed_percent: number; fail_count: number; error_list: { im_name: string; error_code: number }[] };
+
+/** The images inserted through /insert, from the first call until every transaction reports 100 %. */
+async function insertThroughput(stack: LocalStack, admin: AdminConfig, files: string[], copies: number): Promise<InsertThroughput> {
+  const created = await adminRequest<{ access_key: string; secret_key: string }>(admin, 'POST', '/admin/apps', { name: 'bench' });
+  if (created.status !== 201) throw new Error(`could not create the bench application: ${JSON.stringify(created.body)}`);
+  const auth = { authorization: `Basic ${btoa(`${created.body.access_key}:${created.body.secret_key}`)}` };
+  const imagesPort = await freePort();
+  const images = await startFixtureServer(imagesPort);
+  const items = Array.from({ length: copies }, (_, copy) => files.map((file) => ({ name: `${copy}-${file}`, url: `http://127.0.0.1:${imagesPort}/images/${file}` }))).flat();
+  try {
+    const started = performance.now();
+    const transactions: number[] = [];
+    for (let start = 0; start < items.length; start += INSERT_CALL) {
+      const form = new URLSearchParams();
+      items.slice(start, start + INSERT_CALL).forEach((item, i) => {
+        form.append(`im_name[${i}]`, item.name);
+        form.append(`im_url[${i}]`, item.url);
+      });
+      const response = await fetch(`${stack.baseUrl}/insert`, { method: 'POST', headers: auth, body: form });
+      const body = (await response.json()) as { status: string; trans_id: number };
+      if (body.status !== 'OK') throw new Error(`insert answered ${JSON.stringify(body)}`);
+      transactions.push(body.trans_id);
+    }
+    const errors: InsertThroughput['errors'] = [];
+    for (const transId of transactions) {
+      for (;;) {
+        const response = await fetch(`${stack.baseUrl}/insert/status/${transId}?error_limit=${INSERT_CALL}`, { headers: auth });
+        const [status] = ((await response.json()) as { result: Status[] }).result;
+        if (status?.processed_percent === 100) {
+          errors.push(...status.error_list.map(({ im_name, error_code }) => ({ im_name, error_code })));
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+    const seconds = (performance.now() - started) / 1000;
+    return { images: items.length, failed: errors.length, errors, seconds, imagesPerSecond: (items.length - errors.length) / seconds };
+  } finally {
+    images.closeAllConnections();
+    images.close();
+  }
+}
+
+async function measureThroughput(): Promise<{ raw: Throughput; insert: InsertThroughput; ratio: number; memory: Record<string, Memory> }> {
+  const persistTo = path.join(ROOT, '.wrangler/bench-state');
+  rmSync(persistTo, { recursive: true, force: true });
+  const admin: AdminConfig = { baseUrl: '', token: 'bench-admin-token' };
+  const [port, inferencePort] = [await freePort(), await freePort()];
+  const stack = await startLocalStack({ port, inferencePort, adminToken: admin.token, persistTo });
+  admin.baseUrl = stack.baseUrl;
+  const memory = sampleMemory(process.pid, processKind);
+  try {
+    const files = imageFiles();
+    const copies = Number(args.copies);
+    console.log(`Insert throughput: ${files.length * copies} images through /insert and the queue...`);
+    const insert = await insertThroughput(stack, admin, files, copies);
+    // The images the Worker refused (too small, ...) never reach inference: the raw run leaves them out too.
+    const refused = new Set(insert.errors.map(({ im_name }) => im_name));
+    const accepted = Array.from({ length: copies }, (_, copy) => files.filter((file) => !refused.has(`${copy}-${file}`))).flat();
+    console.log(`Raw inference throughput: ${accepted.length} images to /predict, ${CONSUMER_BATCH} at a time...`);
+    const raw = await rawThroughput(stack, accepted);
+    return { raw, insert, ratio: insert.imagesPerSecond / raw.imagesPerSecond, memory: memory.stop() };
+  } finally {
+    stack.stop();
+  }
+}
+
+type Latency = { requests: number; p50: number; p95: number; mean: number };
+type SearchRun = { queryImage: string; results: { size: number; fillSeconds: number; search: Latency; uploadsearch: Latency }[] };
+
+/** `vitest.bench.config.ts` in workerd with the real bindings: synthetic collections, the Worker's own routes. */
+async function measureSearch(sizes: string): Promise<SearchRun & { memory: Record<string, Memory> }> {
+  rmSync(SEARCH_OUT, { force: true });
+  const log = path.join(ROOT, '.local/bench-search.log');
+  console.log(`Search latency at ${sizes} images (vitest.bench.config.ts, log in ${path.relative(ROOT, log)})...`);
+  const child: ChildProcess = spawn(process.execPath, [path.join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', '-c', 'vitest.bench.config.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, BENCH_SIZES: sizes, BENCH_SEARCH_OUT: SEARCH_OUT },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: Buffer[] = [];
+  child.stdout!.on('data', (chunk: Buffer) => output.push(chunk));
+  child.stderr!.on('data', (chunk: Buffer) => output.push(chunk));
+  const memory = sampleMemory(child.pid!, processKind);
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  const usage = memory.stop();
+  writeFileSync(log, Buffer.concat(output));
+  if (code !== 0) throw new Error(`the search bench failed (exit ${code}); see ${log}`);
+  return { ...(JSON.parse(readFileSync(SEARCH_OUT, 'utf8')) as SearchRun), memory: usage };
+}
+
+const ms = (value: number): string => `${value.toFixed(1)} ms`;
+const mib = (memory: Memory | undefined): string => (memory ? `${memory.peakRssMiB} MiB (VmHWM ${memory.hwmMiB} MiB)` : 'n/a');
+const meets = (ok: boolean): string => (ok ? 'met' : 'NOT met');
+
+async function main(): Promise<void> {
+  mkdirSync(path.dirname(OUT), { recursive: true });
+  const started = performance.now();
+  const inference = await measureInference();
+  const throughput = await measureThroughput();
+  const search = await measureSearch(args.sizes!);
+
+  const rows: [string, string, string][] = [];
+  for (const t of inference) {
+    rows.push([`embed, ${t.runtime} (ms/image: step; network)`, `${ms(t.embedStep)}; ${ms(t.embedNetwork)}, batch of 8 ${ms(t.embedNetworkBatchOf8)}`, '']);
+    rows.push([`detect, ${t.runtime} (ms/image: step; network)`, `${ms(t.detectStep)}; ${ms(t.detectNetwork)}`, '']);
+  }
+  const { raw, insert, ratio } = throughput;
+  rows.push([`raw inference, embed+detect+colors, ${CONSUMER_BATCH} at a time`, `${raw.imagesPerSecond.toFixed(2)} images/s (${raw.images} in ${raw.seconds.toFixed(1)} s)`, '']);
+  rows.push([
+    'insert through the queue, to 100 %',
+    `${insert.imagesPerSecond.toFixed(2)} images/s (${insert.images - insert.failed} of ${insert.images} in ${insert.seconds.toFixed(1)} s), ${(ratio * 100).toFixed(0)} % of raw`,
+    `>= ${THROUGHPUT_TARGET * 100} % of raw: ${meets(ratio >= THROUGHPUT_TARGET)}`,
+  ]);
+  for (const { size, search: byName, uploadsearch } of search.results) {
+    const budget = size === 10_000 ? `p95 < ${SEARCH_BUDGET_MS} ms: ${meets(byName.p95 < SEARCH_BUDGET_MS)}` : '';
+    rows.push([`/search, ${size} images (p50 / p95)`, `${ms(byName.p50)} / ${ms(byName.p95)}`, budget]);
+    rows.push([`/uploadsearch, ${size} images (p50 / p95)`, `${ms(uploadsearch.p50)} / ${ms(uploadsearch.p95)}`, '']);
+  }
+  rows.push(['Worker (workerd) memory, insert run: peak RSS', mib(throughput.memory.worker), '']);
+  rows.push(['inference service memory, insert run: peak RSS', mib(throughput.memory.inference), '']);
+  rows.push([`Worker (workerd) memory, search run to ${search.results.at(-1)?.size} images: peak RSS`, mib(search.memory.worker), '']);
+  rows.push(['inference service memory, search run: peak RSS', mib(search.memory.inference), '']);
+
+  const report = {
+    date: new Date().toISOString(),
+    machine: { cores: availableParallelism(), node: process.version },
+    args,
+    inference,
+    throughput,
+    search,
+    seconds: (performance.now() - started) / 1000,
+  };
+  writeFileSync(OUT, `${JSON.stringify(report, null, 2)}\n`);
+  console.log(`\n| what | measured | target |\n| --- | --- | --- |\n${rows.map((row) => `| ${row.join(' | ')} |`).join('\n')}`);
+  console.log(`\n${report.seconds.toFixed(0)} s in all. JSON: ${path.relative(ROOT, OUT)}`);
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});

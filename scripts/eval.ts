@@ -1,0 +1,293 @@
+import { readdir, readFile, rm, mkdir, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import sharp from 'sharp';
+import { seededRandom } from '../inference/src/random.ts';
+import { freePort } from '../test/support/free-port.ts';
+import { adminRequest } from './lib/admin-client.ts';
+import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
+import { flattenedOriginal, TRANSFORMS } from './lib/near-duplicates.ts';
+import { ROOT } from './lib/wrangler-env.ts';
+
+/**
+ * `npm run eval [-- --images <folder>]`: search quality through the real service (the local stack, as `npm start`
+ * runs it). Inserts every valid image of the folder by URL, then (a) searches near-duplicate copies of each with
+ * /uploadsearch and looks for the original (R@1, R@5, mAP), and (b) searches each object cut-out with /search and
+ * counts the other cut-outs of its category among the first five (manifest.json's `kind` and `category`).
+ */
+
+const { values: args } = parseArgs({ options: { images: { type: 'string', default: path.resolve(ROOT, '../shared/data/images') } } });
+const IMAGES_DIR = path.resolve(args.images);
+const STATE_DIR = path.join(ROOT, '.wrangler/eval-state');
+const REPORT_FILE = path.join(ROOT, '.local/eval.json');
+const ADMIN_TOKEN = 'eval-admin-token';
+/** Seeds the copies: a given folder always gives the same queries. */
+const SEED = 20240601;
+/** Deep enough that a miss is a real miss on a collection of about a hundred images. */
+const SEARCH_LIMIT = 100;
+/** Any value that names no detectable type turns detection off: the whole upload is searched (README "Detection"). */
+const DETECTION_OFF = 'none';
+/** The spec calls an image with both sides under 100 px invalid. */
+const MIN_SIDE = 100;
+const INSERT_BATCH = 100;
+/** Two searches in flight keep both cores busy (the Worker, the inference service) on this machine. */
+const CONCURRENCY = 2;
+const IMAGE_EXTENSIONS = /\.(jpe?g|jpe|png|gif|bmp|dib|webp|pbm|pgm|ppm|sr|ras|tiff?)$/i;
+
+type Entry = { file: string; name: string; kind?: string; category?: string };
+type Credentials = { authorization: string };
+type Ranked = { result?: { im_name: string }[] };
+
+let stack: LocalStack | undefined;
+let imageServer: http.Server | undefined;
+function stopAll(code: number): never {
+  stack?.stop();
+  imageServer?.close();
+  process.exit(code);
+}
+process.on('SIGINT', () => stopAll(130));
+process.on('SIGTERM', () => stopAll(143));
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const { valid, skipped } = await listImages();
+  console.log(`${valid.length} images in ${IMAGES_DIR}; ${skipped.length} skipped as invalid (under ${MIN_SIDE} px on both sides): ${skipped.join(', ') || 'none'}`);
+
+  await rm(STATE_DIR, { recursive: true, force: true });
+  const [port, inferencePort, imagesPort] = [await freePort(), await freePort(), await freePort()];
+  imageServer = await serveFolder(imagesPort);
+  // Request logs at info level would bury the report.
+  process.env.WRANGLER_LOG ??= 'warn';
+  stack = await startLocalStack({ port, inferencePort, adminToken: ADMIN_TOKEN, persistTo: STATE_DIR, onExit: (code) => stopAll(code ?? 1) });
+  const api = new Api(stack.baseUrl, await createApp(stack.baseUrl));
+
+  const insertStarted = performance.now();
+  const failed = await insertAll(api, valid, `http://127.0.0.1:${imagesPort}`);
+  const inserted = valid.filter((entry) => !failed.has(entry.name));
+  const insertSeconds = (performance.now() - insertStarted) / 1000;
+  console.log(`inserted ${inserted.length} images in ${insertSeconds.toFixed(0)} s${failed.size ? `; failed: ${[...failed].join(', ')}` : ''}`);
+
+  const searchStarted = performance.now();
+  const nearDuplicates = await evaluateNearDuplicates(api, inserted);
+  const categories = await evaluateCategories(api, inserted);
+  const searchSeconds = (performance.now() - searchStarted) / 1000;
+
+  printTable(nearDuplicates, categories);
+  const report = {
+    images: { folder: IMAGES_DIR, inserted: inserted.length, skipped, failed: [...failed] },
+    settings: { endpoint: '/uploadsearch', upload: 'image bytes', detection: DETECTION_OFF, limit: SEARCH_LIMIT, seed: SEED },
+    transforms: TRANSFORMS.map(({ name, description, draws }) => ({ name, description, draws })),
+    nearDuplicates,
+    categories,
+    seconds: { insert: insertSeconds, search: searchSeconds, total: (performance.now() - started) / 1000 },
+  };
+  await mkdir(path.dirname(REPORT_FILE), { recursive: true });
+  await writeFile(REPORT_FILE, `${JSON.stringify(report, null, 2)}\n`);
+  console.log(`\n${report.images.inserted} images; ${searchSeconds.toFixed(0)} s of searches, ${report.seconds.total.toFixed(0)} s in all. JSON: ${REPORT_FILE}`);
+}
+
+/** The folder's images, with kind and category from its manifest.json where it has one. */
+async function listImages(): Promise<{ valid: Entry[]; skipped: string[] }> {
+  const files = (await readdir(IMAGES_DIR)).filter((file) => IMAGE_EXTENSIONS.test(file)).sort();
+  const manifest = await readFile(path.join(IMAGES_DIR, 'manifest.json'), 'utf8').then(
+    (text) => new Map((JSON.parse(text) as Entry[]).map((entry) => [entry.file, entry])),
+    () => new Map<string, Entry>(),
+  );
+  const valid: Entry[] = [];
+  const skipped: string[] = [];
+  for (const file of files) {
+    const { width = 0, height = 0 } = await sharp(path.join(IMAGES_DIR, file)).metadata();
+    if (width < MIN_SIDE && height < MIN_SIDE) {
+      skipped.push(file);
+      continue;
+    }
+    // An im_name allows a-z A-Z 0-9 - _ . : (spec 2.1), at most 128 characters.
+    const name = path.parse(file).name.replace(/[^\w.:-]/g, '_').slice(0, 128);
+    valid.push({ ...manifest.get(file), file, name });
+  }
+  return { valid, skipped };
+}
+
+/** The folder's files over HTTP, so that /insert can download them by im_url. */
+function serveFolder(port: number): Promise<http.Server> {
+  const server = http.createServer((request, response) => {
+    const file = path.basename(decodeURIComponent((request.url ?? '/').split('?')[0]!));
+    readFile(path.join(IMAGES_DIR, file)).then(
+      (body) => response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': body.byteLength }).end(body),
+      () => response.writeHead(404).end(),
+    );
+  });
+  return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve(server)));
+}
+
+async function createApp(baseUrl: string): Promise<Credentials> {
+  const created = await adminRequest<{ access_key: string; secret_key: string }>({ baseUrl, token: ADMIN_TOKEN }, 'POST', '/admin/apps', { name: 'eval' });
+  if (created.status !== 201) throw new Error(`could not create the eval application: ${JSON.stringify(created.body)}`);
+  return { authorization: `Basic ${Buffer.from(`${created.body.access_key}:${created.body.secret_key}`).toString('base64')}` };
+}
+
+class Api {
+  readonly #baseUrl: string;
+  readonly #credentials: Credentials;
+  constructor(baseUrl: string, credentials: Credentials) {
+    this.#baseUrl = baseUrl;
+    this.#credentials = credentials;
+  }
+
+  async call<T>(pathAndQuery: string, body?: FormData | URLSearchParams): Promise<T> {
+    const response = await fetch(new URL(pathAndQuery, this.#baseUrl), {
+      method: body ? 'POST' : 'GET',
+      headers: this.#credentials,
+      ...(body ? { body } : {}),
+    });
+    const json = (await response.json()) as T;
+    if (!response.ok) throw new Error(`${pathAndQuery}: HTTP ${response.status} ${JSON.stringify(json)}`);
+    return json;
+  }
+}
+
+/** Inserts in batches of the spec's 100 and waits until every transaction is at 100 %; the names that failed. */
+async function insertAll(api: Api, entries: Entry[], imagesUrl: string): Promise<Set<string>> {
+  const transactions: number[] = [];
+  for (let start = 0; start < entries.length; start += INSERT_BATCH) {
+    const form = new URLSearchParams();
+    entries.slice(start, start + INSERT_BATCH).forEach((entry, index) => {
+      form.set(`im_name[${index}]`, entry.name);
+      form.set(`im_url[${index}]`, `${imagesUrl}/${encodeURIComponent(entry.file)}`);
+    });
+    transactions.push((await api.call<{ trans_id: number }>('/insert', form)).trans_id);
+  }
+  const failed = new Set<string>();
+  for (const transId of transactions) {
+    type Status = { processed_percent: number; fail_count: number; error_list: { im_name: string }[] };
+    let status: Status;
+    while ((status = (await api.call<{ result: [Status] }>(`/insert/status/${transId}?error_limit=100`)).result[0]).processed_percent < 100) {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+    for (const error of status.error_list) failed.add(error.im_name);
+  }
+  return failed;
+}
+
+type RetrievalScores = { queries: number; r1: number; r5: number; map: number };
+type Miss = { im_name: string; kind: string | undefined; transform: string; rank: number | null };
+type NearDuplicateReport = { byTransform: Record<string, RetrievalScores>; overall: RetrievalScores; misses: Miss[] };
+
+/**
+ * Each copy is uploaded and searched with detection off; its original is the one relevant item, so average precision
+ * is 1/rank (0 when it is not in the first SEARCH_LIMIT) and mAP is the mean reciprocal rank. Every copy whose original
+ * did not come first is listed in `misses` (rank null: not found).
+ */
+async function evaluateNearDuplicates(api: Api, entries: Entry[]): Promise<NearDuplicateReport> {
+  const ranks = new Map<string, (number | undefined)[]>(TRANSFORMS.map((transform) => [transform.name, []]));
+  const misses: Miss[] = [];
+  let done = 0;
+  const total = entries.length * TRANSFORMS.reduce((sum, transform) => sum + transform.draws, 0);
+  await forEachConcurrently(entries.entries(), async ([imageIndex, entry]) => {
+    const { image, size } = await flattenedOriginal(await readFile(path.join(IMAGES_DIR, entry.file)));
+    for (const [transformIndex, transform] of TRANSFORMS.entries()) {
+      // Each (image, transform) pair has its own random stream, whatever runs before it.
+      const random = seededRandom(SEED + imageIndex * TRANSFORMS.length + transformIndex);
+      for (let draw = 0; draw < transform.draws; draw++) {
+        const form = new FormData();
+        form.set('image', new Blob([await transform.apply(image, size, random)]), `${entry.name}-${transform.name}`);
+        form.set('detection', DETECTION_OFF);
+        form.set('limit', String(SEARCH_LIMIT));
+        const { result = [] } = await api.call<Ranked>('/uploadsearch', form);
+        const rank = result.findIndex((item) => item.im_name === entry.name);
+        ranks.get(transform.name)!.push(rank < 0 ? undefined : rank + 1);
+        if (rank !== 0) misses.push({ im_name: entry.name, kind: entry.kind, transform: transform.name, rank: rank < 0 ? null : rank + 1 });
+        if (++done % 100 === 0) console.log(`${done}/${total} near-duplicate searches`);
+      }
+    }
+  });
+  const byTransform = Object.fromEntries([...ranks].map(([name, list]) => [name, scores(list)]));
+  const perTransform = Object.values(byTransform);
+  // Every transform weighs the same, whatever its number of draws.
+  const overall: RetrievalScores = {
+    queries: perTransform.reduce((sum, s) => sum + s.queries, 0),
+    r1: mean(perTransform.map((s) => s.r1)),
+    r5: mean(perTransform.map((s) => s.r5)),
+    map: mean(perTransform.map((s) => s.map)),
+  };
+  misses.sort((a, b) => a.transform.localeCompare(b.transform) || a.im_name.localeCompare(b.im_name));
+  return { byTransform, overall, misses };
+}
+
+function scores(ranks: (number | undefined)[]): RetrievalScores {
+  return {
+    queries: ranks.length,
+    r1: mean(ranks.map((rank) => (rank === 1 ? 1 : 0))),
+    r5: mean(ranks.map((rank) => (rank !== undefined && rank <= 5 ? 1 : 0))),
+    map: mean(ranks.map((rank) => (rank === undefined ? 0 : 1 / rank))),
+  };
+}
+
+type CategoryScores = { queries: number; precisionAt5: number; ceiling: number };
+type CategoryReport = { cutouts: number; fine: CategoryScores; top: CategoryScores };
+
+/**
+ * Each cut-out searched by its im_name; among the other cut-outs in its results, the share of the first five with
+ * its category. The fine category (`animals/birds`) counts only cut-outs that share it with another; most are alone
+ * in theirs, so the top level (`animals`) is reported too. `ceiling` is the best precision@5 the categories allow.
+ */
+async function evaluateCategories(api: Api, entries: Entry[]): Promise<CategoryReport> {
+  const cutouts = entries.filter((entry) => entry.kind === 'object-cutout' && entry.category);
+  const byName = new Map(cutouts.map((entry) => [entry.name, entry]));
+  const topLevel = (entry: Entry) => entry.category!.split('/')[0]!;
+  const fineHits: number[] = [];
+  const topHits: number[] = [];
+  await forEachConcurrently(cutouts.values(), async (query) => {
+    const { result = [] } = await api.call<Ranked>(`/search?im_name=${encodeURIComponent(query.name)}&limit=${SEARCH_LIMIT}`);
+    const firstFive = result.flatMap((item) => byName.get(item.im_name) ?? []).slice(0, 5);
+    topHits.push(firstFive.filter((entry) => topLevel(entry) === topLevel(query)).length / 5);
+    if (cutouts.some((other) => other !== query && other.category === query.category)) {
+      fineHits.push(firstFive.filter((entry) => entry.category === query.category).length / 5);
+    }
+  });
+  const ceiling = (same: (a: Entry, b: Entry) => boolean, queries: Entry[]) =>
+    mean(queries.map((query) => Math.min(5, cutouts.filter((other) => other !== query && same(other, query)).length) / 5));
+  const fineQueries = cutouts.filter((query) => cutouts.some((other) => other !== query && other.category === query.category));
+  return {
+    cutouts: cutouts.length,
+    fine: { queries: fineHits.length, precisionAt5: mean(fineHits), ceiling: ceiling((a, b) => a.category === b.category, fineQueries) },
+    top: { queries: topHits.length, precisionAt5: mean(topHits), ceiling: ceiling((a, b) => topLevel(a) === topLevel(b), cutouts) },
+  };
+}
+
+function printTable(nearDuplicates: NearDuplicateReport, categories: CategoryReport): void {
+  const percent = (share: number) => (share * 100).toFixed(1);
+  const rows = [
+    ...TRANSFORMS.map((transform) => [transform.name, nearDuplicates.byTransform[transform.name]!] as const),
+    ['overall (mean of transforms)', nearDuplicates.overall] as const,
+  ];
+  console.log('\n| near-duplicate query | queries | R@1 % | R@5 % | mAP % |');
+  console.log('| --- | --- | --- | --- | --- |');
+  for (const [name, s] of rows) console.log(`| ${name} | ${s.queries} | ${percent(s.r1)} | ${percent(s.r5)} | ${percent(s.map)} |`);
+  console.log(`\n| category retrieval (/search, ${categories.cutouts} cut-outs) | queries | precision@5 % | ceiling % |`);
+  console.log('| --- | --- | --- | --- |');
+  for (const [name, s] of [['fine category (shared with another cut-out)', categories.fine], ['top-level category', categories.top]] as const) {
+    console.log(`| ${name} | ${s.queries} | ${percent(s.precisionAt5)} | ${percent(s.ceiling)} |`);
+  }
+}
+
+/** Runs `task` over `items` with CONCURRENCY calls in flight. */
+async function forEachConcurrently<T>(items: Iterator<T>, task: (item: T) => Promise<void>): Promise<void> {
+  const worker = async () => {
+    for (let next = items.next(); !next.done; next = items.next()) await task(next.value);
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+}
+
+function mean(values: number[]): number {
+  return values.length === 0 ? 0 : values.reduce((sum, value) => sum + value, 0) / values.length;
+}
+
+main().then(
+  () => stopAll(0),
+  (error: unknown) => {
+    console.error(error instanceof Error ? error.message : error);
+    stopAll(1);
+  },
+);

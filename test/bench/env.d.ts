@@ -1,0 +1,8 @@
+declare module 'vitest' {
+  export interface ProvidedContext {
+    benchSizes: number[];
+    benchResultsUrl: string;
+  }
+}
+
+export {};
