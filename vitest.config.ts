@@ -22,6 +22,8 @@ export default defineConfig({
           INFERENCE_URL: inject<string>('inferenceUrl'),
           INFERENCE_SECRET: inject<string>('inferenceSecret'),
           FIXTURES_URL: inject<string>('fixturesUrl'),
+          // The fault tests make inference hang: they wait seconds, not wrangler.toml's half minute.
+          ...(inject('inferenceTimeoutMs') ? { INFERENCE_TIMEOUT_MS: inject<string>('inferenceTimeoutMs') } : {}),
         },
       },
     })),

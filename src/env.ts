@@ -14,6 +14,8 @@ export interface Env {
   INFERENCE_URL: string;
   /** Bearer secret the inference service requires (a secret in production; `npm start` makes one per run). */
   INFERENCE_SECRET?: string;
+  /** Time one inference call may take, in milliseconds, before it counts as failed (and is retried once). */
+  INFERENCE_TIMEOUT_MS: string;
   /** Which detector finds objects: `service` (the inference service's own) or `workers-ai` (DETR on Workers AI). */
   DETECTOR: string;
   /** Workers AI, bound in the production environment only. */
@@ -30,6 +32,10 @@ export interface Env {
   VECTOR_INDEX_SHARDS: string;
   /** Total time allowed to download an inserted image, in milliseconds. */
   IMAGE_DOWNLOAD_TIMEOUT_MS: string;
+  /** `true`: image URLs on loopback may be downloaded (local development and tests); off in every deploy environment. */
+  IMAGE_URL_ALLOW_LOOPBACK: string;
+  /** DNS-over-HTTPS JSON endpoint image hosts are resolved with before a download; empty: no lookup. */
+  IMAGE_URL_RESOLVER: string;
   /** Colours a `/colorsearch` may ask for (spec 8: 5 by default, raisable by the operator). */
   COLOR_SEARCH_MAX_COLORS: string;
   /** Bearer token of the admin API (a secret in production). */

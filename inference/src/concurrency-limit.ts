@@ -1,20 +1,36 @@
+/** Thrown by ConcurrencyLimit.run when as many jobs already wait as the limit allows. */
+export class SaturatedError extends Error {
+  constructor(waiting: number) {
+    super(`${waiting} jobs are already waiting`);
+    this.name = 'SaturatedError';
+  }
+}
+
 /**
- * Runs at most `max` jobs at once, the others waiting in arrival order. The
- * service bounds the predictions in flight with it, so that memory (decoded
- * images) stays bounded under load while enough requests overlap for the
- * embedder's BatchedSession to batch them.
+ * Runs at most `max` jobs at once, the others waiting in arrival order, at most `maxWaiting` of them: beyond that a
+ * job is refused at once, so an overloaded service says so quickly instead of letting every caller time out. The
+ * service bounds the predictions in flight with it, so that memory (decoded images) stays bounded under load while
+ * enough requests overlap for the embedder's BatchedSession to batch them.
  */
 export class ConcurrencyLimit {
   readonly #max: number;
+  readonly #maxWaiting: number;
   #active = 0;
   readonly #waiting: (() => void)[] = [];
 
-  constructor(max: number) {
+  constructor(max: number, maxWaiting = Number.POSITIVE_INFINITY) {
     if (!(Number.isInteger(max) && max >= 1)) throw new Error(`the concurrency limit must be a positive integer, got ${max}`);
     this.#max = max;
+    this.#maxWaiting = maxWaiting;
+  }
+
+  /** Whether a job started now would be refused. */
+  get saturated(): boolean {
+    return this.#active >= this.#max && this.#waiting.length >= this.#maxWaiting;
   }
 
   async run<T>(job: () => Promise<T>): Promise<T> {
+    if (this.saturated) throw new SaturatedError(this.#waiting.length);
     if (this.#active >= this.#max) await new Promise<void>((resolve) => this.#waiting.push(resolve));
     this.#active++;
     try {

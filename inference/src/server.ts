@@ -5,7 +5,9 @@
  *
  * INFERENCE_RUNTIME picks the engine (onnx, the default, or tfjs-wasm); the
  * model set comes from INFERENCE_DETECTOR, DETECTOR_LABELS and
- * INFERENCE_MAX_BATCH (models/registry.ts). The port is bound at once and
+ * INFERENCE_MAX_BATCH (models/registry.ts); INFERENCE_MAX_WAITING bounds the
+ * predictions waiting for a slot (default 64), beyond which /predict answers
+ * 503 busy at once. The port is bound at once and
  * models load behind it: /health answers as soon as the process listens,
  * /ready only once the models are loaded and warmed. Port 0 picks a free
  * port; the "listening on" line on stdout names it.
@@ -20,7 +22,7 @@ import type { ExternalDetections } from './models/detect/detect-task.ts';
 import { isTask, TASKS, type Task } from './models/task-model.ts';
 import { predict } from './predict.ts';
 import { createRuntime, runtimeNameFromEnv } from './runtime/select.ts';
-import { ConcurrencyLimit } from './concurrency-limit.ts';
+import { ConcurrencyLimit, SaturatedError } from './concurrency-limit.ts';
 
 const MAX_BODY_BYTES = 50 * 1024 * 1024;
 
@@ -32,8 +34,13 @@ const runtimeName = runtimeNameFromEnv();
 const modelSet = modelSetFromEnv();
 
 let models: ModelRegistry | undefined;
+const maxWaiting = Number(process.env.INFERENCE_MAX_WAITING || 64);
+if (!(Number.isInteger(maxWaiting) && maxWaiting >= 0)) {
+  throw new Error(`INFERENCE_MAX_WAITING must be a non-negative integer, got "${process.env.INFERENCE_MAX_WAITING}"`);
+}
 // As many predictions in flight as one embedder batch holds: enough to fill batches, few enough to bound memory.
-const inFlight = new ConcurrencyLimit(modelSet.maxBatch);
+// Waiting requests hold their bodies (up to MAX_BODY_BYTES each): bounding them bounds memory under overload too.
+const inFlight = new ConcurrencyLimit(modelSet.maxBatch, maxWaiting);
 
 const server = http.createServer((request, response) => {
   handle(request, response).catch((error: unknown) => sendError(response, error));
@@ -71,6 +78,8 @@ async function handle(request: http.IncomingMessage, response: http.ServerRespon
     requireMethod(request, response, 'POST');
     requireSecret(request);
     if (!models) throw new ApiError(503, 'loading', 'Models are still loading; retry shortly.');
+    // Refused before the body is read: an overloaded service should cost its callers as little as possible.
+    if (inFlight.saturated) throw new SaturatedError(maxWaiting);
     const form = await readMultipart(request);
     const tasks = parseTasks(form.get('tasks'));
     const image = form.get('image');
@@ -197,6 +206,9 @@ function sendError(response: http.ServerResponse, error: unknown): void {
   let message = 'Internal error.';
   if (error instanceof ApiError) {
     ({ status, code, message } = error);
+  } else if (error instanceof SaturatedError) {
+    [status, code, message] = [503, 'busy', 'Too many predictions are waiting; retry shortly.'];
+    response.setHeader('retry-after', '1');
   } else if (error instanceof ImageDecodeError) {
     ({ code, message } = error);
     status = 422;

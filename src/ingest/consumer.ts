@@ -5,7 +5,7 @@ import { inference } from '../ports/inference';
 import { UndecodableImageError, type Prediction } from '../ports/inference/types';
 import { imageBlobKey, putImageBlob } from '../storage/blobs';
 import { upsertImage } from '../storage/images';
-import { getPendingItem, settleItem, type PendingItem } from '../storage/transactions';
+import { getPendingItem, settleItem, type ItemOutcome, type PendingItem } from '../storage/transactions';
 import { getSchema } from '../storage/apps';
 import { vectorMetadata, writeImageVectors } from '../storage/vectors';
 import { DownloadError, downloadImage } from './download';
@@ -15,7 +15,8 @@ import type { InsertMessage } from './message';
 export const MAX_IMAGE_BYTES = 50 * 1024 * 1024;
 /** Must match `max_retries` + 1 of the consumer in wrangler.toml: the last delivery settles the item as failed. */
 const MAX_ATTEMPTS = 5;
-const SYSTEM_ERROR: DataError = { code: 500, message: GENERAL.systemError };
+/** How an item ends when retrying gave up on it: the consumer's last attempt, the dead letters, the sweeper. */
+export const FAILED_BY_SYSTEM: ItemOutcome = { state: 'failed', code: 500, message: GENERAL.systemError };
 
 /** A failure that retrying cannot mend: the item is settled as failed with this spec error. */
 class ItemRejected extends Error {
@@ -85,7 +86,7 @@ async function handle(env: Env, message: Message<InsertMessage>): Promise<void> 
     }
     console.error(JSON.stringify({ event: 'insert_item_error', transId, index, attempt: message.attempts, error: String(error) }));
     if (message.attempts >= MAX_ATTEMPTS) {
-      await settleItem(env.DB, transId, index, { state: 'failed', code: SYSTEM_ERROR.code, message: SYSTEM_ERROR.message });
+      await settleItem(env.DB, transId, index, FAILED_BY_SYSTEM);
       message.ack();
       return;
     }

@@ -86,6 +86,34 @@ export async function settleItem(db: D1Database, transId: number, index: number,
   ]);
 }
 
+/** A pending item of a transaction that stopped making progress, and how often it was re-sent already. */
+export type StalledItem = { transId: number; index: number; sweeps: number };
+
+/** Pending items of transactions last updated before `before` (a timestamp), oldest transactions first. */
+export async function findStalledItems(db: D1Database, before: string, limit: number): Promise<StalledItem[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT i.trans_id, i.item_index, i.sweeps FROM insert_transactions t JOIN insert_items i ON i.trans_id = t.id
+       WHERE t.update_time < ? AND i.state = 'pending' ORDER BY t.update_time, i.trans_id, i.item_index LIMIT ?`,
+    )
+    .bind(before, limit)
+    .all<{ trans_id: number; item_index: number; sweeps: number }>();
+  return results.map((row) => ({ transId: row.trans_id, index: row.item_index, sweeps: row.sweeps }));
+}
+
+/** Counts a re-send of each item and restarts its transaction's clock, so the next sweep waits a full period again. */
+export async function recordSweep(db: D1Database, items: StalledItem[]): Promise<void> {
+  if (items.length === 0) return;
+  const now = formatTimestamp();
+  const transIds = [...new Set(items.map((item) => item.transId))];
+  await db.batch([
+    ...items.map((item) =>
+      db.prepare('UPDATE insert_items SET sweeps = sweeps + 1 WHERE trans_id = ? AND item_index = ?').bind(item.transId, item.index),
+    ),
+    ...transIds.map((transId) => db.prepare('UPDATE insert_transactions SET update_time = ? WHERE id = ?').bind(now, transId)),
+  ]);
+}
+
 /** Whether an image of this name is accepted but not yet processed, so a search for it can say so. */
 export async function isImagePending(db: D1Database, appId: string, imName: string): Promise<boolean> {
   const row = await db

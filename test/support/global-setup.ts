@@ -9,6 +9,8 @@ declare module 'vitest' {
     inferenceUrl: string;
     inferenceSecret: string;
     fixturesUrl: string;
+    /** Set by the fault tests' setup only. */
+    inferenceTimeoutMs?: string;
   }
 }
 

@@ -1,0 +1,130 @@
+import { env } from 'cloudflare:test';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+
+/** The fault proxy's modes (test/support/inference-faults.ts). */
+type FaultMode = 'pass' | 'hang' | 'garbage' | 'busy';
+import { basicAuth, call, createApp, fixtureUrl, imageBytes, insert, search, uploadsearch, waitForTransaction, type Credentials } from '../worker/helpers';
+
+/**
+ * The Worker against an inference service that fails for real (test/support/inference-faults.ts): killed, hanging,
+ * answering garbage, busy. Inserts are retried with backoff and end searchable or failed, each counted once; a search
+ * answers "busy", never a 500.
+ */
+
+const BUSY = 'System busy, please try again later.';
+const SYSTEM_ERROR = 'A system error is reported and we are fixing it right now.';
+const IMAGES = ['skimage_chelsea.jpg', 'skimage_astronaut.jpg', 'opencv-doc_plant.jpg', 'skimage_coffee.jpg'];
+
+async function fault(action: `mode/${FaultMode}` | 'inference/stop' | 'inference/start'): Promise<void> {
+  const response = await fetch(`${env.INFERENCE_URL}/__faults/${action}`, { method: 'POST' });
+  if (!response.ok) throw new Error(`fault control ${action} answered ${response.status}`);
+}
+
+const predictions = async (): Promise<number> =>
+  (await (await fetch(`${env.INFERENCE_URL}/__faults/predictions`)).json<{ predictions: number }>()).predictions;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function insertImages(app: Credentials, files: string[]): Promise<number> {
+  const response = await insert(app, files.map((file) => ({ im_name: file, im_url: fixtureUrl(`/images/${file}`) })));
+  const body = await response.json<{ status: string; trans_id: number }>();
+  expect(body.status, JSON.stringify(body)).toBe('OK');
+  return body.trans_id;
+}
+
+async function processedPercent(app: Credentials, transId: number): Promise<number> {
+  const response = await call(`/insert/status/${transId}`, { headers: basicAuth(app) });
+  return (await response.json<{ result: { processed_percent: number }[] }>()).result[0]!.processed_percent;
+}
+
+/** Rows the insert left in D1: each accepted image at most once, whatever the redeliveries. */
+const imageRows = async (app: Credentials): Promise<number> =>
+  (await env.DB.prepare('SELECT count(*) AS n FROM images WHERE app_id = ?').bind(app.app_id).first<{ n: number }>())!.n;
+
+afterEach(async () => {
+  await fault('mode/pass');
+  await fault('inference/start');
+});
+
+describe('inserts', () => {
+  it('are retried with backoff while the inference service is down, and all become searchable once it is back', async () => {
+    const app = await createApp('down-then-up');
+    await fault('inference/stop');
+    const before = await predictions();
+    const transId = await insertImages(app, IMAGES.slice(0, 2));
+    await sleep(3_000);
+    expect(await predictions()).toBeGreaterThan(before); // tried, and failed
+    expect(await processedPercent(app, transId)).toBe(0); // waiting for a retry, not failed
+    await fault('inference/start');
+
+    const status = await waitForTransaction(app, transId, 60_000);
+    expect(status).toMatchObject({ processed_percent: 100, success_count: 2, fail_count: 0 });
+    expect(await imageRows(app)).toBe(2);
+    const { body } = await search(app, `im_name=${IMAGES[0]}`);
+    expect(body.status).toBe('OK');
+  });
+
+  it('fail with the system error once the retry budget is spent, and the transaction reaches 100', async () => {
+    const app = await createApp('down-for-good');
+    await fault('inference/stop');
+    const transId = await insertImages(app, IMAGES.slice(0, 1));
+
+    const status = await waitForTransaction(app, transId, 90_000);
+    expect(status).toMatchObject({ processed_percent: 100, success_count: 0, fail_count: 1 });
+    expect(status.error_list).toEqual([{ im_name: IMAGES[0], error_code: 500, error_message: SYSTEM_ERROR }]);
+    expect(await imageRows(app)).toBe(0);
+  });
+
+  it('are retried, not failed as bad images, while the service answers garbage', async () => {
+    const app = await createApp('garbage');
+    await fault('mode/garbage');
+    const before = await predictions();
+    const transId = await insertImages(app, IMAGES.slice(0, 1));
+    await sleep(3_000);
+    expect(await predictions()).toBeGreaterThan(before);
+    await fault('mode/pass');
+
+    const status = await waitForTransaction(app, transId, 60_000);
+    expect(status).toMatchObject({ processed_percent: 100, success_count: 1, fail_count: 0 });
+  });
+
+  it('survive the service dying in the middle of a batch: every image is processed exactly once', async () => {
+    const app = await createApp('killed-mid-batch');
+    const transId = await insertImages(app, IMAGES);
+    // Killed as soon as the consumer is at work, with predictions in flight.
+    const started = await predictions();
+    while ((await predictions()) === started) await sleep(20);
+    await fault('inference/stop');
+    await sleep(1_500);
+    await fault('inference/start');
+
+    const status = await waitForTransaction(app, transId, 60_000);
+    expect(status).toMatchObject({ processed_percent: 100, success_count: IMAGES.length, fail_count: 0, total: IMAGES.length });
+    expect(await imageRows(app)).toBe(IMAGES.length);
+  });
+});
+
+describe('upload searches', () => {
+  let app: Credentials;
+  beforeAll(async () => {
+    app = await createApp('uploads');
+    await waitForTransaction(app, await insertImages(app, IMAGES.slice(1, 2)));
+  });
+
+  it.each([
+    ['hangs', 'mode/hang'],
+    ['answers garbage', 'mode/garbage'],
+    ['is busy', 'mode/busy'],
+    ['is down', 'inference/stop'],
+  ] as const)('answer "busy" (503) when the inference service %s', async (_, action) => {
+    const image = await imageBytes(`/images/${IMAGES[0]}`);
+    await fault(action);
+    const { status, body } = await uploadsearch(app, { image });
+    expect(status, JSON.stringify(body)).toBe(503);
+    expect(body).toMatchObject({ status: 'fail', method: 'uploadsearch', error: [BUSY] });
+
+    await fault('mode/pass');
+    await fault('inference/start');
+    expect((await uploadsearch(app, { image })).status).toBe(200);
+  });
+});

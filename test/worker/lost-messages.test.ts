@@ -1,0 +1,115 @@
+import { createExecutionContext, createMessageBatch, createScheduledController, env, getQueueResult, waitOnExecutionContext } from 'cloudflare:test';
+import { describe, expect, it } from 'vitest';
+import worker from '../../src/index';
+import { MAX_SWEEPS, STALL_MINUTES } from '../../src/ingest/sweeper';
+import { createTransaction } from '../../src/storage/transactions';
+import { basicAuth, call, createApp, fixtureUrl, waitForTransaction, type Credentials } from './helpers';
+
+/**
+ * Accepted images whose queue messages are lost or poisoned still end: the dead-letter consumer fails them, and the
+ * sweeper sends a stalled transaction's pending items again. The transactions are made as /insert makes them, minus
+ * the messages, as if these had been lost.
+ */
+
+const GENERAL_SYSTEM_ERROR = 'A system error is reported and we are fixing it right now.';
+
+async function acceptedWithoutMessages(app: Credentials, names: string[]): Promise<number> {
+  return createTransaction(
+    env.DB,
+    app.app_id,
+    names.map((name, index) => ({ index, imName: name, imUrl: fixtureUrl('/images/skimage_chelsea.jpg'), metadata: {} })),
+  );
+}
+
+/** Moves a transaction's last progress back by `minutes`. */
+async function age(transId: number, minutes: number): Promise<void> {
+  const then = new Date(Date.now() - minutes * 60_000).toISOString().replace('Z', '+0000');
+  await env.DB.prepare('UPDATE insert_transactions SET update_time = ? WHERE id = ?').bind(then, transId).run();
+}
+
+async function runSweep(): Promise<void> {
+  const ctx = createExecutionContext();
+  worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: '*/10 * * * *' }), env, ctx);
+  await waitOnExecutionContext(ctx);
+}
+
+const pendingCount = async (transId: number): Promise<number> =>
+  (await env.DB.prepare("SELECT count(*) AS n FROM insert_items WHERE trans_id = ? AND state = 'pending'").bind(transId).first<{ n: number }>())!.n;
+
+describe('a message delivered more than once', () => {
+  it('is processed once: the image stored once and counted once', async () => {
+    const app = await createApp('redelivered');
+    const transId = await acceptedWithoutMessages(app, ['twice']);
+    const message = { body: { transId, index: 0 } };
+    // In one batch (processed side by side) and again later (after the item is settled).
+    await env.INSERT_QUEUE.sendBatch([message, message]);
+    const status = await waitForTransaction(app, transId);
+    await env.INSERT_QUEUE.send(message.body);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+
+    expect(status).toMatchObject({ processed_percent: 100, success_count: 1, fail_count: 0, total: 1 });
+    expect(await waitForTransaction(app, transId)).toMatchObject({ success_count: 1, fail_count: 0 });
+    const rows = await env.DB.prepare('SELECT count(*) AS n FROM images WHERE app_id = ?').bind(app.app_id).first<{ n: number }>();
+    expect(rows?.n).toBe(1);
+  });
+});
+
+describe('dead letters', () => {
+  it('fail their item with the system error, and leave an item already settled as it is', async () => {
+    const app = await createApp('dead-letters');
+    const transId = await acceptedWithoutMessages(app, ['poisoned', 'settled']);
+    await env.DB.prepare("UPDATE insert_items SET state = 'done' WHERE trans_id = ? AND item_index = 1").bind(transId).run();
+
+    const batch = createMessageBatch('image-insert-dlq', [
+      { id: 'a', timestamp: Date.now(), attempts: 1, body: { transId, index: 0 } },
+      { id: 'b', timestamp: Date.now(), attempts: 1, body: { transId, index: 1 } },
+    ]);
+    const ctx = createExecutionContext();
+    await worker.queue(batch, env);
+    expect((await getQueueResult(batch, ctx)).explicitAcks.sort()).toEqual(['a', 'b']);
+
+    const status = await waitForTransaction(app, transId, 1_000);
+    expect(status).toMatchObject({ processed_percent: 100, success_count: 1, fail_count: 1 });
+    expect(status.error_list).toEqual([{ im_name: 'poisoned', error_code: 500, error_message: GENERAL_SYSTEM_ERROR }]);
+  });
+});
+
+describe('the sweeper', () => {
+  it('sends the pending items of a stalled transaction again, and they are processed once', async () => {
+    const app = await createApp('sweeper');
+    const transId = await acceptedWithoutMessages(app, ['lost-0', 'lost-1']);
+    await age(transId, STALL_MINUTES + 1);
+
+    await runSweep();
+    const status = await waitForTransaction(app, transId);
+    expect(status).toMatchObject({ processed_percent: 100, success_count: 2, fail_count: 0, total: 2 });
+    const search = await call(`/search?im_name=lost-0`, { headers: basicAuth(app) });
+    expect(search.status).toBe(200);
+    // Settled: a later sweep finds nothing to send.
+    await age(transId, STALL_MINUTES + 1);
+    await runSweep();
+    expect(await pendingCount(transId)).toBe(0);
+  });
+
+  it('leaves a transaction that is still making progress alone', async () => {
+    const app = await createApp('sweeper-recent');
+    const transId = await acceptedWithoutMessages(app, ['recent']);
+    await age(transId, STALL_MINUTES - 5);
+    await runSweep();
+    const sweeps = await env.DB.prepare('SELECT sweeps FROM insert_items WHERE trans_id = ?').bind(transId).first<{ sweeps: number }>();
+    expect(sweeps?.sweeps).toBe(0);
+    expect(await pendingCount(transId)).toBe(1);
+  });
+
+  it(`fails an item sent again ${MAX_SWEEPS} times in vain, so the transaction reaches 100`, async () => {
+    const app = await createApp('sweeper-exhausted');
+    const transId = await acceptedWithoutMessages(app, ['hopeless']);
+    await env.DB.prepare('UPDATE insert_items SET sweeps = ? WHERE trans_id = ?').bind(MAX_SWEEPS, transId).run();
+    await age(transId, STALL_MINUTES + 1);
+
+    await runSweep();
+    const status = await waitForTransaction(app, transId, 1_000);
+    expect(status).toMatchObject({ processed_percent: 100, success_count: 0, fail_count: 1 });
+    expect(status.error_list[0]).toMatchObject({ im_name: 'hopeless', error_code: 500 });
+  });
+});
