@@ -7,7 +7,8 @@ import { parseArgs } from 'node:util';
 import { IMAGES_DIR, loadImages, measureRuntime, runtimesToMeasure, type RuntimeTimings } from '../inference/scripts/measure-runtimes.ts';
 import { startFixtureServer } from '../test/support/fixture-server.ts';
 import { freePort } from '../test/support/free-port.ts';
-import { adminRequest, type AdminConfig } from './lib/admin-client.ts';
+import type { AdminConfig } from './lib/admin-client.ts';
+import { createApplication, INSERT_BATCH, insertForm, waitForInsert } from './lib/api-client.ts';
 import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
 import { ROOT } from './lib/wrangler-env.ts';
 
@@ -35,8 +36,6 @@ const OUT = path.join(ROOT, '.local/bench.json');
 const SEARCH_OUT = path.join(ROOT, '.local/bench-search.json');
 /** The consumer's max_batch_size in wrangler.toml: the queue hands it that many images, which it handles at once. */
 const CONSUMER_BATCH = 10;
-/** `/insert` takes at most 100 images a call. */
-const INSERT_CALL = 100;
 const SEARCH_BUDGET_MS = 50;
 const THROUGHPUT_TARGET = 0.8;
 
@@ -148,41 +147,25 @@ async function rawThroughput(stack: LocalStack, files: string[]): Promise<Throug
   return { images: files.length, failed, seconds, imagesPerSecond: (files.length - failed) / seconds };
 }
 
-type Status = { processed_percent: number; fail_count: number; error_list: { im_name: string; error_code: number }[] };
-
 /** The images inserted through /insert, from the first call until every transaction reports 100 %. */
 async function insertThroughput(stack: LocalStack, admin: AdminConfig, files: string[], copies: number): Promise<InsertThroughput> {
-  const created = await adminRequest<{ access_key: string; secret_key: string }>(admin, 'POST', '/admin/apps', { name: 'bench' });
-  if (created.status !== 201) throw new Error(`could not create the bench application: ${JSON.stringify(created.body)}`);
-  const auth = { authorization: `Basic ${btoa(`${created.body.access_key}:${created.body.secret_key}`)}` };
+  const auth = await createApplication(admin, 'bench');
   const imagesPort = await freePort();
   const images = await startFixtureServer(imagesPort);
   const items = Array.from({ length: copies }, (_, copy) => files.map((file) => ({ name: `${copy}-${file}`, url: `http://127.0.0.1:${imagesPort}/images/${file}` }))).flat();
   try {
     const started = performance.now();
     const transactions: number[] = [];
-    for (let start = 0; start < items.length; start += INSERT_CALL) {
-      const form = new URLSearchParams();
-      items.slice(start, start + INSERT_CALL).forEach((item, i) => {
-        form.append(`im_name[${i}]`, item.name);
-        form.append(`im_url[${i}]`, item.url);
-      });
-      const response = await fetch(`${stack.baseUrl}/insert`, { method: 'POST', headers: auth, body: form });
+    for (let start = 0; start < items.length; start += INSERT_BATCH) {
+      const response = await fetch(`${stack.baseUrl}/insert`, { method: 'POST', headers: auth, body: insertForm(items.slice(start, start + INSERT_BATCH)) });
       const body = (await response.json()) as { status: string; trans_id: number };
       if (body.status !== 'OK') throw new Error(`insert answered ${JSON.stringify(body)}`);
       transactions.push(body.trans_id);
     }
     const errors: InsertThroughput['errors'] = [];
     for (const transId of transactions) {
-      for (;;) {
-        const response = await fetch(`${stack.baseUrl}/insert/status/${transId}?error_limit=${INSERT_CALL}`, { headers: auth });
-        const [status] = ((await response.json()) as { result: Status[] }).result;
-        if (status?.processed_percent === 100) {
-          errors.push(...status.error_list.map(({ im_name, error_code }) => ({ im_name, error_code })));
-          break;
-        }
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      const status = await waitForInsert(stack.baseUrl, auth, transId, { pollMs: 100, timeoutMs: 3_600_000 });
+      errors.push(...status.error_list.map(({ im_name, error_code }) => ({ im_name, error_code })));
     }
     const seconds = (performance.now() - started) / 1000;
     return { images: items.length, failed: errors.length, errors, seconds, imagesPerSecond: (items.length - errors.length) / seconds };

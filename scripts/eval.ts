@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { seededRandom } from '../inference/src/random.ts';
 import { freePort } from '../test/support/free-port.ts';
-import { adminRequest } from './lib/admin-client.ts';
+import { createApplication, INSERT_BATCH, insertForm, waitForInsert, type AuthHeader } from './lib/api-client.ts';
 import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
 import { flattenedOriginal, TRANSFORMS } from './lib/near-duplicates.ts';
 import { ROOT } from './lib/wrangler-env.ts';
@@ -30,13 +30,11 @@ const SEARCH_LIMIT = 100;
 const DETECTION_OFF = 'none';
 /** The spec calls an image with both sides under 100 px invalid. */
 const MIN_SIDE = 100;
-const INSERT_BATCH = 100;
 /** Two searches in flight keep both cores busy (the Worker, the inference service) on this machine. */
 const CONCURRENCY = 2;
 const IMAGE_EXTENSIONS = /\.(jpe?g|jpe|png|gif|bmp|dib|webp|pbm|pgm|ppm|sr|ras|tiff?)$/i;
 
 type Entry = { file: string; name: string; kind?: string; category?: string };
-type Credentials = { authorization: string };
 type Ranked = { result?: { im_name: string }[] };
 
 let stack: LocalStack | undefined;
@@ -60,7 +58,7 @@ async function main(): Promise<void> {
   // Request logs at info level would bury the report.
   process.env.WRANGLER_LOG ??= 'warn';
   stack = await startLocalStack({ port, inferencePort, adminToken: ADMIN_TOKEN, persistTo: STATE_DIR, onExit: (code) => stopAll(code ?? 1) });
-  const api = new Api(stack.baseUrl, await createApp(stack.baseUrl));
+  const api = new Api(stack.baseUrl, await createApplication({ baseUrl: stack.baseUrl, token: ADMIN_TOKEN }, 'eval'));
 
   const insertStarted = performance.now();
   const failed = await insertAll(api, valid, `http://127.0.0.1:${imagesPort}`);
@@ -121,24 +119,18 @@ function serveFolder(port: number): Promise<http.Server> {
   return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve(server)));
 }
 
-async function createApp(baseUrl: string): Promise<Credentials> {
-  const created = await adminRequest<{ access_key: string; secret_key: string }>({ baseUrl, token: ADMIN_TOKEN }, 'POST', '/admin/apps', { name: 'eval' });
-  if (created.status !== 201) throw new Error(`could not create the eval application: ${JSON.stringify(created.body)}`);
-  return { authorization: `Basic ${Buffer.from(`${created.body.access_key}:${created.body.secret_key}`).toString('base64')}` };
-}
-
 class Api {
-  readonly #baseUrl: string;
-  readonly #credentials: Credentials;
-  constructor(baseUrl: string, credentials: Credentials) {
-    this.#baseUrl = baseUrl;
-    this.#credentials = credentials;
+  readonly baseUrl: string;
+  readonly auth: AuthHeader;
+  constructor(baseUrl: string, auth: AuthHeader) {
+    this.baseUrl = baseUrl;
+    this.auth = auth;
   }
 
   async call<T>(pathAndQuery: string, body?: FormData | URLSearchParams): Promise<T> {
-    const response = await fetch(new URL(pathAndQuery, this.#baseUrl), {
+    const response = await fetch(new URL(pathAndQuery, this.baseUrl), {
       method: body ? 'POST' : 'GET',
-      headers: this.#credentials,
+      headers: this.auth,
       ...(body ? { body } : {}),
     });
     const json = (await response.json()) as T;
@@ -151,20 +143,12 @@ class Api {
 async function insertAll(api: Api, entries: Entry[], imagesUrl: string): Promise<Set<string>> {
   const transactions: number[] = [];
   for (let start = 0; start < entries.length; start += INSERT_BATCH) {
-    const form = new URLSearchParams();
-    entries.slice(start, start + INSERT_BATCH).forEach((entry, index) => {
-      form.set(`im_name[${index}]`, entry.name);
-      form.set(`im_url[${index}]`, `${imagesUrl}/${encodeURIComponent(entry.file)}`);
-    });
-    transactions.push((await api.call<{ trans_id: number }>('/insert', form)).trans_id);
+    const images = entries.slice(start, start + INSERT_BATCH).map((entry) => ({ name: entry.name, url: `${imagesUrl}/${encodeURIComponent(entry.file)}` }));
+    transactions.push((await api.call<{ trans_id: number }>('/insert', insertForm(images))).trans_id);
   }
   const failed = new Set<string>();
   for (const transId of transactions) {
-    type Status = { processed_percent: number; fail_count: number; error_list: { im_name: string }[] };
-    let status: Status;
-    while ((status = (await api.call<{ result: [Status] }>(`/insert/status/${transId}?error_limit=100`)).result[0]).processed_percent < 100) {
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-    }
+    const status = await waitForInsert(api.baseUrl, api.auth, transId, { pollMs: 1000, timeoutMs: 3_600_000 });
     for (const error of status.error_list) failed.add(error.im_name);
   }
   return failed;

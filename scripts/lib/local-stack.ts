@@ -27,6 +27,8 @@ export type LocalStack = {
 };
 
 const wranglerBin = path.join(ROOT, 'node_modules/.bin/wrangler');
+/** wrangler dev runs no cron: the stack calls the Worker's scheduled handler itself, as often as wrangler.toml's cron. */
+const SWEEP_EVERY_MS = 10 * 60_000;
 
 /**
  * The whole service on this machine, with no Cloudflare account and no network: applies the D1 migrations, starts
@@ -54,16 +56,22 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       '--port', String(options.port),
       ...Object.entries(vars).flatMap(([name, value]) => ['--var', `${name}:${value}`]),
       ...persist,
+      '--test-scheduled',
       '--show-interactive-dev-session=false',
     ],
     { stdio: ['ignore', 'inherit', 'inherit'], cwd: ROOT },
   );
+  const baseUrl = `http://127.0.0.1:${options.port}`;
+  // The sweeper re-sends stalled inserts: local queues live in memory, and a restart of wrangler loses their messages.
+  const sweeps = setInterval(() => void fetch(`${baseUrl}/__scheduled?cron=*/10+*+*+*+*`).catch(() => {}), SWEEP_EVERY_MS);
+  sweeps.unref();
   const stack: LocalStack = {
-    baseUrl: `http://127.0.0.1:${options.port}`,
+    baseUrl,
     inferenceUrl,
     inferenceSecret,
     children: [inference, wrangler],
     stop: () => {
+      clearInterval(sweeps);
       for (const child of stack.children) child.kill('SIGTERM');
     },
   };

@@ -1,0 +1,40 @@
+import { adminRequest, type AdminConfig } from './admin-client.ts';
+
+/**
+ * The search API as the project's commands use it (`npm run eval`, `bench`, `load`): a new application's Basic auth
+ * header, inserts by URL, and waiting for their transactions.
+ */
+
+export type AuthHeader = { authorization: string };
+export type InsertStatus = { processed_percent: number; success_count: number; fail_count: number; total: number; error_list: { im_name: string; error_code: number }[] };
+
+/** `/insert` takes at most 100 images a call (spec 2.1). */
+export const INSERT_BATCH = 100;
+
+export async function createApplication(admin: AdminConfig, name: string): Promise<AuthHeader> {
+  const created = await adminRequest<{ access_key: string; secret_key: string }>(admin, 'POST', '/admin/apps', { name });
+  if (created.status !== 201) throw new Error(`could not create the application ${name}: ${JSON.stringify(created.body)}`);
+  return { authorization: `Basic ${Buffer.from(`${created.body.access_key}:${created.body.secret_key}`).toString('base64')}` };
+}
+
+/** The urlencoded body of one `/insert` call. */
+export function insertForm(images: { name: string; url: string }[]): URLSearchParams {
+  const form = new URLSearchParams();
+  images.forEach((image, index) => {
+    form.set(`im_name[${index}]`, image.name);
+    form.set(`im_url[${index}]`, image.url);
+  });
+  return form;
+}
+
+/** Polls a transaction until it reports 100 %, then answers its status with up to 100 failures listed. */
+export async function waitForInsert(baseUrl: string, auth: AuthHeader, transId: number, options: { pollMs: number; timeoutMs: number }): Promise<InsertStatus> {
+  const deadline = Date.now() + options.timeoutMs;
+  for (;;) {
+    const response = await fetch(`${baseUrl}/insert/status/${transId}?error_limit=${INSERT_BATCH}`, { headers: auth });
+    const [status] = ((await response.json()) as { result?: InsertStatus[] }).result ?? [];
+    if (status?.processed_percent === 100) return status;
+    if (Date.now() > deadline) throw new Error(`transaction ${transId} is still at ${status?.processed_percent ?? '?'} % after ${options.timeoutMs / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, options.pollMs));
+  }
+}
