@@ -1,6 +1,7 @@
 /**
  * Chooses the embedding reduction by measurement. Embeds the real test images
- * and transformed copies of them, then reports per transform how often a
+ * and transformed copies of them (the near-duplicates `npm run eval` searches
+ * with), then reports per transform how often a
  * copy's most similar original (cosine) is its own (R@1), for the raw 1792-d
  * feature and for each reduction candidate. Nothing is fitted on the images.
  *
@@ -11,7 +12,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import sharp, { type Region, type Sharp } from 'sharp';
+import sharp from 'sharp';
+import { flattenedOriginal, TRANSFORMS } from '../../scripts/lib/near-duplicates.ts';
 import { decodeImage } from '../src/image/decode.ts';
 import type { ResizeFit } from '../src/image/resize.ts';
 import { wholeImage } from '../src/image/view.ts';
@@ -34,34 +36,6 @@ const IMAGES_DIR = process.env.IMAGES_DIR ?? path.resolve(import.meta.dirname, '
 /** The spec calls images under 100 px on both sides invalid; the service never embeds them. */
 const MIN_SIDE = 100;
 const SEED = 20240601;
-const WHITE = '#ffffff';
-
-type Size = { width: number; height: number };
-type Transform = {
-  name: string;
-  /** Random transforms are drawn several times per image to steady the numbers. */
-  draws: number;
-  apply: (image: Buffer, size: Size, random: () => number) => Promise<Buffer>;
-};
-
-// Inputs are the originals flattened onto white (as the service sees them);
-// outputs are lossless PNG unless JPEG is the point.
-const TRANSFORMS: Transform[] = [
-  { name: 'crop', draws: 6, apply: (image, size, random) => png(sharp(image).extract(randomCrop(size, random))) },
-  { name: 'flip', draws: 1, apply: (image) => png(sharp(image).flop()) },
-  { name: 'jitter', draws: 2, apply: (image, _size, random) => png(sharp(image).modulate(randomModulation(random))) },
-  { name: 'jpeg30', draws: 1, apply: (image) => sharp(image).jpeg({ quality: 30 }).toBuffer() },
-  { name: 'rotate', draws: 2, apply: (image, _size, random) => png(sharp(image).rotate(randomAngle(random), { background: WHITE })) },
-  {
-    name: 'combined',
-    draws: 6,
-    apply: async (image, size, random) => {
-      const cropped = await png(sharp(image).extract(randomCrop(size, random)).flop().modulate(randomModulation(random)));
-      // A second pipeline: within one, sharp would rotate before cropping.
-      return sharp(cropped).rotate(randomAngle(random), { background: WHITE }).jpeg({ quality: 30 }).toBuffer();
-    },
-  },
-];
 
 type Features = { pooled: Float32Array; gem3: Float64Array; bottleneck: Float64Array };
 type Candidate = { name: string; dim: number; reduce: (features: Features) => Float32Array };
@@ -122,12 +96,12 @@ const started = performance.now();
 for (const [imageIndex, image] of images.entries()) {
   const bytes = await readFile(path.join(IMAGES_DIR, image.file));
   originals.push({ imageIndex, features: await extractFeatures(bytes) });
-  const { data: flattened, info } = await sharp(bytes).flatten({ background: WHITE }).png().toBuffer({ resolveWithObject: true });
+  const { image: flattened, size } = await flattenedOriginal(bytes);
   for (const [transformIndex, transform] of TRANSFORMS.entries()) {
     // Each (image, transform) pair has its own random stream, whatever runs before it.
     const random = seededRandom(SEED + imageIndex * TRANSFORMS.length + transformIndex);
     for (let draw = 0; draw < transform.draws; draw++) {
-      const copy = await transform.apply(flattened, info, random);
+      const copy = await transform.apply(flattened, size, random);
       copies.get(transform.name)!.push({ imageIndex, features: await extractFeatures(copy) });
     }
   }
@@ -186,32 +160,6 @@ function nearest(query: Float32Array, gallery: Float32Array[]): number {
     if (similarity > bestSimilarity) [best, bestSimilarity] = [index, similarity];
   }
   return best;
-}
-
-/** A window of 60-90 % of each side at a random position. */
-function randomCrop({ width, height }: Size, random: () => number): Region {
-  const share = 0.6 + 0.3 * random();
-  const cropWidth = Math.round(width * share);
-  const cropHeight = Math.round(height * share);
-  return {
-    left: Math.floor(random() * (width - cropWidth + 1)),
-    top: Math.floor(random() * (height - cropHeight + 1)),
-    width: cropWidth,
-    height: cropHeight,
-  };
-}
-
-function randomModulation(random: () => number): { brightness: number; saturation: number } {
-  return { brightness: 0.75 + 0.5 * random(), saturation: 0.6 + 0.8 * random() };
-}
-
-/** 8-12 degrees either way. */
-function randomAngle(random: () => number): number {
-  return (random() < 0.5 ? -1 : 1) * (8 + 4 * random());
-}
-
-function png(image: Sharp): Promise<Buffer> {
-  return image.png().toBuffer();
 }
 
 async function listImages(): Promise<Entry[]> {
