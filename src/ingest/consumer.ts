@@ -1,22 +1,18 @@
 import type { Env } from '../env';
-import { GENERAL, DATA_ERRORS, type DataError } from '../http/messages';
+import { DATA_ERRORS, type DataError } from '../http/messages';
 import { hasSupportedDimensions, probeImage } from '../images/probe';
 import { inference } from '../ports/inference';
 import { UndecodableImageError, type Prediction } from '../ports/inference/types';
 import { imageBlobKey, putImageBlob } from '../storage/blobs';
 import { upsertImage } from '../storage/images';
-import { getPendingItem, settleItem, type ItemOutcome, type PendingItem } from '../storage/transactions';
+import { getPendingItem, settleItem, type PendingItem } from '../storage/transactions';
 import { getSchema } from '../storage/apps';
 import { vectorMetadata, writeImageVectors } from '../storage/vectors';
-import { DownloadError, downloadImage } from './download';
+import { DownloadError, downloadImage, downloadOptions } from './download';
 import type { InsertMessage } from './message';
 
 /** Bytes an inserted image may have: a 40 MP image compresses well below this. */
 export const MAX_IMAGE_BYTES = 50 * 1024 * 1024;
-/** Must match `max_retries` + 1 of the consumer in wrangler.toml: the last delivery settles the item as failed. */
-const MAX_ATTEMPTS = 5;
-/** How an item ends when retrying gave up on it: the consumer's last attempt, the dead letters, the sweeper. */
-export const FAILED_BY_SYSTEM: ItemOutcome = { state: 'failed', code: 500, message: GENERAL.systemError };
 
 /** A failure that retrying cannot mend: the item is settled as failed with this spec error. */
 class ItemRejected extends Error {
@@ -31,7 +27,7 @@ class ItemRejected extends Error {
 async function ingest(env: Env, item: PendingItem): Promise<void> {
   let bytes: Uint8Array;
   try {
-    bytes = await downloadImage(item.imUrl, { timeoutMs: Number(env.IMAGE_DOWNLOAD_TIMEOUT_MS), maxBytes: MAX_IMAGE_BYTES });
+    bytes = await downloadImage(item.imUrl, downloadOptions(env, MAX_IMAGE_BYTES));
   } catch (error) {
     if (error instanceof DownloadError) throw new ItemRejected(DATA_ERRORS.downloadFailed);
     throw error;
@@ -85,12 +81,8 @@ async function handle(env: Env, message: Message<InsertMessage>): Promise<void> 
       return;
     }
     console.error(JSON.stringify({ event: 'insert_item_error', transId, index, attempt: message.attempts, error: String(error) }));
-    if (message.attempts >= MAX_ATTEMPTS) {
-      await settleItem(env.DB, transId, index, FAILED_BY_SYSTEM);
-      message.ack();
-      return;
-    }
-    // Transient (inference down, storage hiccup): back off and let the queue deliver it again.
+    // Transient (inference down, storage hiccup): back off and let the queue deliver it again; past the consumer's
+    // max_retries the queue hands it to the dead-letter queue, which fails the item (dead-letters.ts).
     message.retry({ delaySeconds: Math.min(2 ** message.attempts, 60) });
   }
 }

@@ -1,15 +1,18 @@
 import type { Env } from '../env';
-import { settleItem } from '../storage/transactions';
-import { FAILED_BY_SYSTEM } from './consumer';
+import { GENERAL } from '../http/messages';
+import { settleItem, type ItemOutcome } from '../storage/transactions';
 import type { InsertMessage } from './message';
+
+/** How an item ends when retrying gave up on it: here, and in the sweeper. */
+export const FAILED_BY_SYSTEM: ItemOutcome = { state: 'failed', code: 500, message: GENERAL.systemError };
 
 /** Dead-letter queues are named after their queue with `-dlq` (wrangler.toml). */
 export const isDeadLetterQueue = (queue: string): boolean => queue.endsWith('-dlq');
 
 /**
- * Messages whose consumer failed on every delivery (it threw, or its isolate died, before settling the item): the
- * item is failed with the system error, so that its transaction still reaches 100. An item settled meanwhile stays
- * as it is.
+ * Messages the consumer could not process within its retries (inference down, storage failing, or the consumer
+ * throwing or dying itself): the item is failed with the system error, so that its transaction still reaches 100.
+ * An item settled meanwhile stays as it is.
  */
 export async function consumeDeadLetters(batch: MessageBatch<InsertMessage>, env: Env): Promise<void> {
   for (const message of batch.messages) {

@@ -1,7 +1,7 @@
 import type { Env } from '../env';
 import { findStalledItems, recordSweep, settleItem } from '../storage/transactions';
 import { formatTimestamp } from '../time';
-import { FAILED_BY_SYSTEM } from './consumer';
+import { FAILED_BY_SYSTEM } from './dead-letters';
 
 /**
  * A transaction with no settled item for this long may have lost queue messages (a consumer that died past its

@@ -64,15 +64,18 @@ describe('inserts', () => {
     expect(body.status).toBe('OK');
   });
 
-  it('fail with the system error once the retry budget is spent, and the transaction reaches 100', async () => {
+  it('go to the dead-letter queue once the retry budget is spent, fail with the system error, and the transaction reaches 100', async () => {
     const app = await createApp('down-for-good');
     await fault('inference/stop');
+    const before = await predictions();
     const transId = await insertImages(app, IMAGES.slice(0, 1));
 
     const status = await waitForTransaction(app, transId, 90_000);
     expect(status).toMatchObject({ processed_percent: 100, success_count: 0, fail_count: 1 });
     expect(status.error_list).toEqual([{ im_name: IMAGES[0], error_code: 500, error_message: SYSTEM_ERROR }]);
     expect(await imageRows(app)).toBe(0);
+    // 5 deliveries (max_retries = 4 in wrangler.toml), each calling inference twice (one retry within the call).
+    expect((await predictions()) - before).toBe(10);
   });
 
   it('are retried, not failed as bad images, while the service answers garbage', async () => {
