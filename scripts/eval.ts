@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { seededRandom } from '../inference/src/random.ts';
 import { freePort } from '../test/support/free-port.ts';
-import { createApplication, INSERT_BATCH, insertForm, waitForInsert, type AuthHeader } from './lib/api-client.ts';
+import { createApplication, imageNameOf, INSERT_BATCH, insertForm, waitForInsert, type AuthHeader } from './lib/api-client.ts';
 import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
 import { flattenedOriginal, TRANSFORMS } from './lib/near-duplicates.ts';
 import { ROOT } from './lib/wrangler-env.ts';
@@ -100,9 +100,7 @@ async function listImages(): Promise<{ valid: Entry[]; skipped: string[] }> {
       skipped.push(file);
       continue;
     }
-    // An im_name allows a-z A-Z 0-9 - _ . : (spec 2.1), at most 128 characters.
-    const name = path.parse(file).name.replace(/[^\w.:-]/g, '_').slice(0, 128);
-    valid.push({ ...manifest.get(file), file, name });
+    valid.push({ ...manifest.get(file), file, name: imageNameOf(file) });
   }
   return { valid, skipped };
 }

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { adminRequest, type AdminConfig } from './admin-client.ts';
 
 /**
@@ -6,7 +7,7 @@ import { adminRequest, type AdminConfig } from './admin-client.ts';
  */
 
 export type AuthHeader = { authorization: string };
-export type InsertStatus = { processed_percent: number; success_count: number; fail_count: number; total: number; error_list: { im_name: string; error_code: number }[] };
+export type InsertStatus = { processed_percent: number; success_count: number; fail_count: number; total: number; error_list: { im_name: string; error_code: number; error_message: string }[] };
 
 /** `/insert` takes at most 100 images a call (spec 2.1). */
 export const INSERT_BATCH = 100;
@@ -17,12 +18,16 @@ export async function createApplication(admin: AdminConfig, name: string): Promi
   return { authorization: `Basic ${Buffer.from(`${created.body.access_key}:${created.body.secret_key}`).toString('base64')}` };
 }
 
-/** The urlencoded body of one `/insert` call. */
-export function insertForm(images: { name: string; url: string }[]): URLSearchParams {
+/** An image's name from its file name: an im_name allows a-z A-Z 0-9 - _ . : (spec 2.1), at most 128 characters. */
+export const imageNameOf = (file: string): string => path.parse(file).name.replace(/[^\w.:-]/g, '_').slice(0, 128);
+
+/** The urlencoded body of one `/insert` call: `im_name[i]`, `im_url[i]` and `<field>[i]` for the metadata. */
+export function insertForm(images: { name: string; url: string; metadata?: Record<string, string> }[]): URLSearchParams {
   const form = new URLSearchParams();
   images.forEach((image, index) => {
     form.set(`im_name[${index}]`, image.name);
     form.set(`im_url[${index}]`, image.url);
+    for (const [field, value] of Object.entries(image.metadata ?? {})) form.set(`${field}[${index}]`, value);
   });
   return form;
 }
