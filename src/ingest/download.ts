@@ -1,6 +1,11 @@
-/** Fetching an image from its URL: with a total timeout and a byte cap, streamed so a huge body is cut off early. */
+/**
+ * Fetching an image from its URL: every URL, redirects included, passes the SSRF guard first; one total timeout and
+ * one byte cap cover all hops, and the body is streamed so a huge one is cut off early.
+ */
+import type { Env } from '../env';
+import { checkUrl, LookupFailed, UrlRefused, type UrlPolicy } from './url-guard';
 
-export type DownloadFailure = 'timeout' | 'unreachable' | 'too_large';
+export type DownloadFailure = 'timeout' | 'unreachable' | 'too_large' | 'refused';
 
 export class DownloadError extends Error {
   override name = 'DownloadError';
@@ -12,39 +17,79 @@ export class DownloadError extends Error {
   }
 }
 
-export async function downloadImage(url: string, options: { timeoutMs: number; maxBytes: number }): Promise<Uint8Array> {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new DownloadError('unreachable', `not a URL: ${url}`);
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new DownloadError('unreachable', `unsupported scheme ${parsed.protocol}`);
-  }
+export type DownloadOptions = UrlPolicy & { timeoutMs: number; maxBytes: number };
+
+/** Redirects followed before a download gives up. */
+export const MAX_REDIRECTS = 5;
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+
+/** The download settings of this deployment (wrangler.toml), with the byte cap of the caller. */
+export const downloadOptions = (env: Env, maxBytes: number): DownloadOptions => ({
+  timeoutMs: Number(env.IMAGE_DOWNLOAD_TIMEOUT_MS),
+  maxBytes,
+  allowLoopback: env.IMAGE_URL_ALLOW_LOOPBACK === 'true',
+  resolver: env.IMAGE_URL_RESOLVER || undefined,
+});
+
+export async function downloadImage(url: string, options: DownloadOptions): Promise<Uint8Array> {
   const signal = AbortSignal.timeout(options.timeoutMs);
   try {
-    const response = await fetch(parsed, { signal, redirect: 'follow' });
+    const response = await fetchGuarded(url, options, signal);
     if (!response.ok || !response.body) throw new DownloadError('unreachable', `HTTP ${response.status} from ${url}`);
     const declared = Number(response.headers.get('content-length') ?? '0');
-    if (declared > options.maxBytes) throw new DownloadError('too_large', `${declared} bytes at ${url}`);
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    for await (const chunk of response.body) {
-      size += chunk.byteLength;
-      if (size > options.maxBytes) throw new DownloadError('too_large', `over ${options.maxBytes} bytes at ${url}`);
-      chunks.push(chunk);
-    }
-    const bytes = new Uint8Array(size);
-    let offset = 0;
-    for (const chunk of chunks) {
-      bytes.set(chunk, offset);
-      offset += chunk.byteLength;
-    }
-    return bytes;
+    return await readCapped(response.body, declared, options.maxBytes, url);
   } catch (error) {
     if (error instanceof DownloadError) throw error;
+    if (error instanceof UrlRefused) throw new DownloadError('refused', error.message);
+    if (error instanceof LookupFailed) throw new DownloadError('unreachable', error.message);
     if (signal.aborted) throw new DownloadError('timeout', `timed out after ${options.timeoutMs} ms: ${url}`);
     throw new DownloadError('unreachable', `${String(error)}: ${url}`);
   }
+}
+
+const parseUrl = (url: string, base?: URL): URL => {
+  try {
+    return new URL(url, base);
+  } catch {
+    throw new DownloadError('unreachable', `not a URL: ${url}`);
+  }
+};
+
+/** Follows redirects by hand, so that every hop's URL is checked before it is fetched. */
+async function fetchGuarded(url: string, options: DownloadOptions, signal: AbortSignal): Promise<Response> {
+  let target = parseUrl(url);
+  for (let hop = 0; ; hop++) {
+    await checkUrl(target, options, signal);
+    const response = await fetch(target, { signal, redirect: 'manual' });
+    const location = response.headers.get('location');
+    if (!REDIRECT_STATUSES.has(response.status) || location === null) return response;
+    await response.body?.cancel();
+    if (hop === MAX_REDIRECTS) {
+      throw new DownloadError('unreachable', `more than ${MAX_REDIRECTS} redirects from ${url}`);
+    }
+    target = parseUrl(location, target);
+  }
+}
+
+async function readCapped(
+  body: ReadableStream<Uint8Array>,
+  declared: number,
+  maxBytes: number,
+  url: string,
+): Promise<Uint8Array> {
+  if (declared > maxBytes) throw new DownloadError('too_large', `${declared} bytes at ${url}`);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.byteLength;
+    if (size > maxBytes) throw new DownloadError('too_large', `over ${maxBytes} bytes at ${url}`);
+    chunks.push(chunk);
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return bytes;
 }

@@ -3,7 +3,7 @@ import { ApiError, invalidParameter } from '../http/envelope';
 import { SEARCH_ERRORS } from '../http/messages';
 import type { RequestParams } from '../http/params';
 import { hasSupportedDimensions, probeImage, type ImageInfo } from '../images/probe';
-import { DownloadError, downloadImage } from '../ingest/download';
+import { DownloadError, downloadImage, downloadOptions } from '../ingest/download';
 import { findQueryImage, insertQueryImage, queryBlobKey } from '../storage/query-images';
 
 /** Spec 4.5: an uploaded query image is at most 10 MB; an image URL is held to the same. */
@@ -17,7 +17,7 @@ const newImId = (): string => crypto.randomUUID().replaceAll('-', '');
 
 async function download(env: Env, url: string): Promise<Uint8Array> {
   try {
-    return await downloadImage(url, { timeoutMs: Number(env.IMAGE_DOWNLOAD_TIMEOUT_MS), maxBytes: MAX_QUERY_IMAGE_BYTES });
+    return await downloadImage(url, downloadOptions(env, MAX_QUERY_IMAGE_BYTES));
   } catch (error) {
     if (!(error instanceof DownloadError)) throw error;
     if (error.reason === 'timeout') throw new ApiError(400, SEARCH_ERRORS.downloadTimeout);

@@ -21,7 +21,10 @@ export const IMAGES_DIR = path.resolve(import.meta.dirname, '../../../shared/dat
  * - `/endless`: zeros, streamed without a length, until the client stops reading;
  * - `/hang`: headers never come;
  * - `/status/<code>`: an empty answer with that status;
- * - `/hits/<path>`: how many times `/<path>` (URL-encoded) was requested so far.
+ * - `/hits/<path>`: how many times `/<path>` (URL-encoded) was requested so far;
+ * - `/redirect/<url>`: a 302 to that URL (URL-encoded, absolute or relative);
+ * - `/slow-redirect/<url>`: the same, after a delay of two seconds;
+ * - `/dns-query?name=<host>&type=A|AAAA`: a DNS-over-HTTPS JSON resolver of the zone in `DNS_ZONE`.
  * Any path may carry a further segment, which is ignored, so a URL can end in a lying extension.
  */
 export function startFixtureServer(port: number): Promise<http.Server> {
@@ -33,6 +36,9 @@ export function startFixtureServer(port: number): Promise<http.Server> {
     if (kind === 'hits') return void response.writeHead(200, { 'content-type': 'text/plain' }).end(String(hits.get(decodeURIComponent(name)) ?? 0));
     if (kind === 'hang') return; // the client's timeout ends it
     if (kind === 'endless') return streamZeros(response);
+    if (kind === 'redirect') return redirect(response, decodeURIComponent(name), 0);
+    if (kind === 'slow-redirect') return redirect(response, decodeURIComponent(name), 2000);
+    if (kind === 'dns-query') return answerDns(new URL(request.url ?? '/', 'http://fixtures').searchParams, response);
     void respond(kind, decodeURIComponent(name))
       .then(({ status, type, body }) => {
         response.writeHead(status, { 'content-type': type, 'content-length': body.byteLength });
@@ -138,4 +144,24 @@ function streamZeros(response: http.ServerResponse): void {
   };
   response.on('close', () => response.removeAllListeners('drain'));
   pump();
+}
+
+function redirect(response: http.ServerResponse, target: string, delayMs: number): void {
+  setTimeout(() => response.writeHead(302, { location: target, 'content-length': 0 }).end(), delayMs);
+}
+
+/** Names under these suffixes resolve to these addresses; any other name does not exist (NXDOMAIN). */
+const DNS_ZONE: Record<string, { A: string[]; AAAA: string[] }> = {
+  'private.test': { A: ['10.1.2.3'], AAAA: [] },
+  'public.test': { A: ['93.184.215.14'], AAAA: ['2606:4700::6810:84e5'] },
+  'mixed.test': { A: ['93.184.215.14'], AAAA: ['fd12:3456::1'] },
+};
+
+function answerDns(query: URLSearchParams, response: http.ServerResponse): void {
+  const name = query.get('name') ?? '';
+  const type = query.get('type') === 'AAAA' ? 'AAAA' : 'A';
+  const zone = Object.entries(DNS_ZONE).find(([suffix]) => name.endsWith(`.${suffix}`))?.[1];
+  const answer = (zone?.[type] ?? []).map((data) => ({ name, type: type === 'A' ? 1 : 28, TTL: 60, data }));
+  const body = JSON.stringify({ Status: zone ? 0 : 3, Answer: answer }); // 3: NXDOMAIN
+  response.writeHead(200, { 'content-type': 'application/dns-json' }).end(body);
 }
