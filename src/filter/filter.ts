@@ -16,12 +16,13 @@ import type { Condition, Filter, FilterOptions } from './types';
 export function parseFilters(fqValues: string[], schema: SchemaField[], options: FilterOptions): Filter {
   const fields = new Map(schema.map((field) => [field.name, field]));
   const conditions: Condition[] = [];
-  const ignoredFields: string[] = [];
+  // A set: a request may carry a great many fq parameters on unknown fields, and each must cost O(1).
+  const ignoredFields = new Set<string>();
   for (const fq of fqValues) {
     const parts = splitFq(fq);
     const field = fields.get(parts.field);
     if (field === undefined) {
-      if (!ignoredFields.includes(parts.field)) ignoredFields.push(parts.field);
+      ignoredFields.add(parts.field);
       continue;
     }
     if (!field.searchable) throw new FilterError(field.name, 'the field is not searchable, so it cannot be used in fq');
@@ -30,7 +31,7 @@ export function parseFilters(fqValues: string[], schema: SchemaField[], options:
     }
     conditions.push(parseCondition(parts, field, options));
   }
-  return { conditions, ignoredFields };
+  return { conditions, ignoredFields: [...ignoredFields] };
 }
 
 /**

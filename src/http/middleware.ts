@@ -15,12 +15,15 @@ export const requestId = createMiddleware<AppEnv>(async (c, next) => {
   await next();
 });
 
-/** Names the endpoint for its envelope and reads its parameters from query and body alike. */
-export const endpoint = (method: string, errorStyle: ErrorStyle) =>
+/**
+ * Names the endpoint for its envelope and reads its parameters from query and body alike, refusing a body over
+ * `maxBodyBytes` (MAX_BODY_BYTES unless the endpoint needs more).
+ */
+export const endpoint = (method: string, errorStyle: ErrorStyle, options: { maxBodyBytes?: number } = {}) =>
   createMiddleware<AppEnv>(async (c, next) => {
     c.set('method', method);
     c.set('errorStyle', errorStyle);
-    c.set('params', await RequestParams.from(c.req.raw));
+    c.set('params', await RequestParams.from(c.req.raw, options.maxBodyBytes));
     await next();
   });
 

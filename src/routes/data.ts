@@ -4,7 +4,7 @@ import type { AppEnv } from '../env';
 import { ApiError, dataErrorEntry } from '../http/envelope';
 import { DATA_ERRORS, GENERAL } from '../http/messages';
 import { endpoint } from '../http/middleware';
-import { parseInsert } from '../ingest/insert-request';
+import { INSERT_LIMITS, parseInsert } from '../ingest/insert-request';
 import { getSchema, type AppRecord } from '../storage/apps';
 import { deleteBlobs } from '../storage/blobs';
 import { deleteImagesByName } from '../storage/images';
@@ -17,6 +17,11 @@ export const ERROR_PAGE_DEFAULT_LIMIT = 10;
 export const ERROR_PAGE_MAX_LIMIT = 100;
 /** Names per `/remove` call, as for `/insert`. */
 export const MAX_REMOVE_NAMES = 100;
+/**
+ * An `/insert` within the spec's limits carries up to 100 images of 32 values of 5000 characters (16 MB): its body
+ * may be 20 MB, more than other endpoints' MAX_BODY_BYTES.
+ */
+export const INSERT_MAX_BODY_BYTES = 20 * 1024 * 1024;
 
 export const dataRoutes = new Hono<AppEnv>();
 
@@ -32,7 +37,9 @@ async function checkLimits(db: D1Database, app: AppRecord, names: string[]): Pro
   if (pendingLimit !== null && usage.pending + names.length > pendingLimit) throw new ApiError(429, GENERAL.busy);
 }
 
-dataRoutes.post('/insert', endpoint('insert', 'data'), authenticate({ allowAppKey: false }), async (c) => {
+const insertEndpoint = endpoint('insert', 'data', { maxBodyBytes: INSERT_MAX_BODY_BYTES });
+
+dataRoutes.post('/insert', insertEndpoint, authenticate({ allowAppKey: false }), async (c) => {
   const { app, params } = c.var;
   const parsed = parseInsert(params, await getSchema(c.env.DB, app.id));
   if (parsed.kind === 'too_many') throw ApiError.data(400, parsed.error);
@@ -63,9 +70,11 @@ dataRoutes.post('/insert', endpoint('insert', 'data'), authenticate({ allowAppKe
 
 dataRoutes.get('/insert/status/:trans_id', endpoint('insert/status', 'data'), authenticate({ allowAppKey: false }), async (c) => {
   const notFound = ApiError.data(404, DATA_ERRORS.transactionNotFound);
+  // trans_ids are integers below 2^53 (DESIGN.md): anything else names no transaction.
   const raw = c.req.param('trans_id');
-  if (!/^\d{1,16}$/.test(raw)) throw notFound;
-  const status = await getTransactionStatus(c.env.DB, c.var.app.id, Number(raw), {
+  const transId = Number(raw);
+  if (!/^\d{1,16}$/.test(raw) || !Number.isSafeInteger(transId)) throw notFound;
+  const status = await getTransactionStatus(c.env.DB, c.var.app.id, transId, {
     errorPage: c.var.params.integer('error_page', { default: 1, min: 1, max: Number.MAX_SAFE_INTEGER }),
     errorLimit: c.var.params.integer('error_limit', { default: ERROR_PAGE_DEFAULT_LIMIT, min: 1, max: ERROR_PAGE_MAX_LIMIT }),
   });
@@ -85,7 +94,9 @@ dataRoutes.post('/remove', endpoint('remove', 'data'), authenticate({ allowAppKe
   if (requested.length === 0) throw new ApiError(400, 'im_name[0] is required.');
   if (requested.length > MAX_REMOVE_NAMES) throw new ApiError(400, `At most ${MAX_REMOVE_NAMES} images can be removed per call.`);
 
-  const removed = await deleteImagesByName(c.env.DB, c.var.app.id, [...new Set(requested.map((item) => item.imName))]);
+  // A name longer than any im_name can be (spec 2.1) is not looked up: it is not there, and would make the query big.
+  const possible = requested.map((item) => item.imName).filter((name) => name.length <= INSERT_LIMITS.maxNameLength);
+  const removed = await deleteImagesByName(c.env.DB, c.var.app.id, [...new Set(possible)]);
   await deleteImageVectors(c.env, removed);
   await deleteBlobs(c.env.BLOBS, removed.map((image) => image.blob_key));
 

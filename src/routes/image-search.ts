@@ -15,7 +15,7 @@ import {
 import { readSearchOptions } from '../search/options';
 import { requireCollection } from '../search/collection';
 import { analyzeQuery } from '../search/query-analysis';
-import { resolveQueryImage } from '../search/query-image';
+import { keepQueryImage, resolveQueryImage } from '../search/query-image';
 import { readRegion } from '../search/region';
 import { searchSimilar } from '../search/similar';
 import { getSchema } from '../storage/apps';
@@ -23,8 +23,8 @@ import { getSchema } from '../storage/apps';
 export const imageSearchRoutes = new Hono<AppEnv>();
 
 /**
- * What both upload searches do first: read and check the parameters, then resolve, keep and analyse the query
- * image. Parameters are checked before anything is downloaded or processed.
+ * What both upload searches do first: read and check the parameters, then resolve, analyse and keep the query
+ * image. Parameters are checked before anything is downloaded or processed, and nothing is kept for a refused image.
  */
 async function prepare(c: Context<AppEnv>, endpoint: { limitName: string; allowPoints: boolean }) {
   const { params, app } = c.var;
@@ -35,11 +35,13 @@ async function prepare(c: Context<AppEnv>, endpoint: { limitName: string; allowP
   });
   const region = readRegion(params, { allowPoints: endpoint.allowPoints });
   const sensitivity = readSensitivity(params);
+  const detection = params.string('detection');
   await requireCollection(c.env.DB, app.id);
 
   const query = await resolveQueryImage(c.env, app.id, params);
   const analysis = await analyzeQuery(c.env, query, region);
-  const mode = detectionMode(params.string('detection'), analysis.types);
+  await keepQueryImage(c.env, app.id, query);
+  const mode = detectionMode(detection, analysis.types);
   const search = (vector: number[], objectType: string | undefined) =>
     searchSimilar(c.env, { appId: app.id, space: 'visual', vector, objectType }, options);
   return { options, paging: options.paging, region, sensitivity, query, analysis, mode, search };

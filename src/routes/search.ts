@@ -4,6 +4,7 @@ import type { AppEnv } from '../env';
 import { ApiError } from '../http/envelope';
 import { SEARCH_ERRORS } from '../http/messages';
 import { endpoint } from '../http/middleware';
+import { INSERT_LIMITS } from '../ingest/insert-request';
 import { readSearchOptions } from '../search/options';
 import { searchSimilar } from '../search/similar';
 import { fetchableFields, toValueMap } from '../search/value-map';
@@ -18,13 +19,18 @@ export const searchRoutes = new Hono<AppEnv>();
 searchRoutes.get('/search', endpoint('search', 'search'), authenticate({ allowAppKey: true }), async (c) => {
   const { params, app } = c.var;
   const imName = params.required('im_name', new ApiError(400, SEARCH_ERRORS.imageNotFound));
+  // No im_name is longer than this (spec 2.1): a longer one is not looked up, so it cannot make a query big.
+  const possible = imName.length <= INSERT_LIMITS.maxNameLength;
   // Both reads at once (one D1 round trip less); the parameters are still checked before the image is looked at.
-  const [schema, image] = await Promise.all([getSchema(c.env.DB, app.id), findImageByName(c.env.DB, app.id, imName)]);
+  const [schema, image] = await Promise.all([
+    getSchema(c.env.DB, app.id),
+    possible ? findImageByName(c.env.DB, app.id, imName) : null,
+  ]);
   const options = readSearchOptions(params, schema, app, { limitName: 'limit', allowGroupBy: true });
 
   const stillProcessing = new ApiError(404, SEARCH_ERRORS.stillProcessing);
   if (!image) {
-    if (await isImagePending(c.env.DB, app.id, imName)) throw stillProcessing;
+    if (possible && (await isImagePending(c.env.DB, app.id, imName))) throw stillProcessing;
     throw new ApiError(404, SEARCH_ERRORS.imageNotFound);
   }
   const [stored] = await imageVectors(c.env).getByIds([String(image.id)]);

@@ -11,7 +11,8 @@ export const MAX_QUERY_IMAGE_BYTES = 10 * 1024 * 1024;
 
 const tooLarge = (): ApiError => new ApiError(413, 'The image file exceeds the 10MB limit.');
 
-export type QueryImage = { imId: string; bytes: Uint8Array; info: ImageInfo };
+/** `isNew`: an upload or a download, not kept yet (keepQueryImage); otherwise read back by its `im_id`. */
+export type QueryImage = { imId: string; bytes: Uint8Array; info: ImageInfo; isNew: boolean };
 
 const newImId = (): string => crypto.randomUUID().replaceAll('-', '');
 
@@ -36,7 +37,7 @@ function checkImage(bytes: Uint8Array): ImageInfo {
 
 /**
  * The one image source of an upload search (spec 4.5): an uploaded file, an image URL, or the `im_id` of an earlier
- * upload. A new image is kept (R2 and D1) under a new `im_id`; an `im_id` is read back without any download.
+ * upload. A new image gets a new `im_id`, kept by keepQueryImage; an `im_id` is read back without any download.
  */
 export async function resolveQueryImage(env: Env, appId: string, params: RequestParams): Promise<QueryImage> {
   const file = params.file('image');
@@ -49,7 +50,8 @@ export async function resolveQueryImage(env: Env, appId: string, params: Request
     const row = await findQueryImage(env.DB, appId, imId);
     const stored = row && (await env.BLOBS.get(row.blob_key));
     if (!row || !stored) throw new ApiError(404, 'Image not found with im_id.');
-    return { imId, bytes: new Uint8Array(await stored.arrayBuffer()), info: { format: row.format as ImageInfo['format'], width: row.width, height: row.height } };
+    const info = { format: row.format as ImageInfo['format'], width: row.width, height: row.height };
+    return { imId, bytes: new Uint8Array(await stored.arrayBuffer()), info, isNew: false };
   }
 
   let bytes: Uint8Array;
@@ -59,9 +61,15 @@ export async function resolveQueryImage(env: Env, appId: string, params: Request
     bytes = new Uint8Array(await file.arrayBuffer());
   } else throw new ApiError(400, SEARCH_ERRORS.invalidImageOrUrl);
 
-  const info = checkImage(bytes);
-  const newId = newImId();
-  await env.BLOBS.put(queryBlobKey(appId, newId), bytes, { httpMetadata: { contentType: `image/${info.format}` } });
-  await insertQueryImage(env.DB, appId, newId, info);
-  return { imId: newId, bytes, info };
+  return { imId: newImId(), bytes, info: checkImage(bytes), isNew: true };
+}
+
+/**
+ * Keeps a new query image (R2 and D1) under its `im_id`. Called once the image has been analysed, so that one the
+ * inference service cannot read (or whose box lies outside it) leaves nothing behind.
+ */
+export async function keepQueryImage(env: Env, appId: string, query: QueryImage): Promise<void> {
+  if (!query.isNew) return;
+  await env.BLOBS.put(queryBlobKey(appId, query.imId), query.bytes, { httpMetadata: { contentType: `image/${query.info.format}` } });
+  await insertQueryImage(env.DB, appId, query.imId, query.info);
 }
