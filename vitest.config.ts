@@ -33,6 +33,8 @@ export default defineConfig({
     globalSetup: ['./test/support/global-setup.ts'],
     setupFiles: ['./test/worker/apply-migrations.ts'],
     testTimeout: 120_000,
+    // The Worker logs one line per request (src/http/middleware.ts): thousands in a run, shown only on failure.
+    onConsoleLog: (log) => !log.includes('"event":"request"'),
     hookTimeout: 180_000,
   },
 });

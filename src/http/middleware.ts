@@ -16,6 +16,25 @@ export const requestId = createMiddleware<AppEnv>(async (c, next) => {
 });
 
 /**
+ * One JSON line per call: request id, application, endpoint, status and time taken. The path is logged without its
+ * query string, which may carry an app key.
+ */
+export const requestLog = createMiddleware<AppEnv>(async (c, next) => {
+  const started = Date.now();
+  await next();
+  const line = {
+    event: 'request',
+    reqid: c.var.reqid,
+    app: c.get('app')?.id ?? null,
+    endpoint: c.var.method || null,
+    http: `${c.req.method} ${c.req.path}`,
+    status: c.res.status,
+    ms: Date.now() - started,
+  };
+  console.log(JSON.stringify(line));
+});
+
+/**
  * Names the endpoint for its envelope and reads its parameters from query and body alike, refusing a body over
  * `maxBodyBytes` (MAX_BODY_BYTES unless the endpoint needs more).
  */

@@ -1,0 +1,61 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { basicAuth, call, createApp, fixtureUrl, insertAndWait } from './helpers';
+
+/** What browser clients and operators rely on: CORS on the app-key endpoints, and one log line per request. */
+
+describe('CORS', () => {
+  it('answers a preflight for the search endpoints from any origin, without Authorization', async () => {
+    for (const path of ['/search', '/uploadsearch', '/discoversearch', '/colorsearch', '/image']) {
+      const response = await call(path, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://shop.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+      });
+      expect(response.status, path).toBe(204);
+      expect(response.headers.get('access-control-allow-origin'), path).toBe('*');
+      expect(response.headers.get('access-control-allow-headers')?.toLowerCase(), path).toBe('content-type');
+    }
+  });
+
+  it('lets a page read a search answer and its X-Log-ID', async () => {
+    const app = await createApp('cors');
+    const response = await call(`/colorsearch?color=ff0000&access_key=${app.app_key}`, { headers: { origin: 'https://shop.example' } });
+    expect(response.headers.get('access-control-allow-origin')).toBe('*');
+    expect(response.headers.get('access-control-expose-headers')).toContain('X-Log-ID');
+  });
+
+  it('gives the data and admin endpoints no CORS at all', async () => {
+    for (const path of ['/insert', '/remove', '/insert/status/1', '/admin/apps']) {
+      const response = await call(path, { method: 'OPTIONS', headers: { origin: 'https://shop.example', 'access-control-request-method': 'POST' } });
+      expect(response.headers.get('access-control-allow-origin'), path).toBeNull();
+    }
+  });
+});
+
+describe('request logs', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  const requestLines = (spy: { mock: { calls: unknown[][] } }) =>
+    spy.mock.calls
+      .map(([line]) => String(line))
+      .filter((line) => line.includes('"event":"request"'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+
+  it('writes one JSON line per request with its id, application, endpoint, status and time, and no key', async () => {
+    const app = await createApp('logs');
+    await insertAndWait(app, [{ im_name: 'logged', im_url: fixtureUrl('/images/skimage_chelsea.jpg') }]);
+    const log = vi.spyOn(console, 'log');
+
+    const found = await call(`/search?im_name=logged&access_key=${app.app_key}`);
+    const missing = await call('/search?im_name=nothing-here', { headers: basicAuth(app) });
+    const unauthorized = await call('/insert', { method: 'POST', headers: basicAuth({ access_key: app.access_key, secret_key: 'not-the-secret-5f2c' }) });
+
+    const lines = requestLines(log);
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatchObject({ reqid: found.headers.get('x-log-id'), app: app.app_id, endpoint: 'search', http: 'GET /search', status: 200 });
+    expect(lines[1]).toMatchObject({ reqid: missing.headers.get('x-log-id'), app: app.app_id, endpoint: 'search', status: 404 });
+    expect(lines[2]).toMatchObject({ reqid: unauthorized.headers.get('x-log-id'), app: null, endpoint: 'insert', status: 401 });
+    for (const line of lines) expect(typeof line.ms).toBe('number');
+    const logged = JSON.stringify(log.mock.calls);
+    for (const secret of [app.app_key, app.secret_key, 'not-the-secret-5f2c']) expect(logged).not.toContain(secret);
+  });
+});
