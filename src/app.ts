@@ -1,15 +1,19 @@
 import { Hono } from 'hono';
 import type { AppEnv } from './env';
-import { notFound, onError, requestId } from './http/middleware';
+import { browserCors } from './http/cors';
+import { notFound, onError, requestId, requestLog } from './http/middleware';
 import { adminRoutes } from './routes/admin';
 import { dataRoutes } from './routes/data';
 import { colorSearchRoutes } from './routes/color-search';
+import { consoleRoutes } from './routes/console';
 import { imageSearchRoutes } from './routes/image-search';
 import { searchRoutes } from './routes/search';
 
 export const app = new Hono<AppEnv>();
 
-app.use('*', requestId);
+app.use('*', requestId, requestLog);
+// The endpoints that admit an app key (authenticate({ allowAppKey: true })) are the ones browsers call.
+for (const path of ['/search', '/uploadsearch', '/discoversearch', '/colorsearch', '/image']) app.use(path, browserCors);
 app.onError(onError);
 app.notFound(notFound);
 
@@ -18,3 +22,4 @@ app.route('/', dataRoutes);
 app.route('/', searchRoutes);
 app.route('/', imageSearchRoutes);
 app.route('/', colorSearchRoutes);
+app.route('/', consoleRoutes);

@@ -1,0 +1,219 @@
+/** The console's page: keys, the search modes and their shared advanced form, and the insert page. */
+
+import { ApiFailure, callApi } from './api.js';
+import { ColorRows } from './colors.js';
+import { InsertPage } from './insert.js';
+import { authOf, describeAuth, forgetKeys, loadKeys, saveKeys } from './keys.js';
+import { addFilter, advancedParams, exactFilter } from './params.js';
+import { ResultsView } from './results.js';
+import { Stage } from './stage.js';
+
+const $ = (selector) => document.querySelector(selector);
+
+// Keys ------------------------------------------------------------------------------------------------------------
+
+const keysForm = $('#keys');
+let keys = loadKeys();
+const auth = () => authOf(keys);
+
+const insertPage = new InsertPage(
+  {
+    form: $('#insert-form'),
+    rows: $('#insert-rows'),
+    addRow: $('#add-row'),
+    refused: $('#insert-refused'),
+    errors: $('#insert-errors'),
+    transaction: $('#transaction'),
+    title: $('#transaction-title'),
+    progress: $('#insert-progress'),
+    counts: $('#insert-counts'),
+    failures: $('#insert-failures'),
+  },
+  auth,
+);
+
+function showKeys() {
+  for (const [name, value] of Object.entries(keys)) keysForm.elements[name].value = value;
+  $('#key-mode').textContent = describeAuth(auth());
+  insertPage.authChanged();
+}
+
+keysForm.addEventListener('submit', (event) => {
+  event.preventDefault();
+  keys = Object.fromEntries(Object.keys(keys).map((name) => [name, keysForm.elements[name].value.trim()]));
+  saveKeys(keys);
+  showKeys();
+});
+$('#forget-keys').addEventListener('click', () => {
+  keys = forgetKeys();
+  showKeys();
+});
+
+// Pages and search modes ------------------------------------------------------------------------------------------
+
+function showView() {
+  const view = location.hash === '#insert' ? 'insert' : 'search';
+  for (const section of document.querySelectorAll('main > section')) section.hidden = section.dataset.view !== view;
+  for (const link of document.querySelectorAll('nav a')) {
+    link.toggleAttribute('aria-current', link.dataset.view === view);
+  }
+}
+
+const tabs = document.querySelectorAll('[role=tab]');
+
+function setMode(mode) {
+  for (const tab of tabs) tab.setAttribute('aria-selected', String(tab.dataset.mode === mode));
+  for (const form of document.querySelectorAll('form.query')) form.hidden = form.dataset.mode !== mode;
+  $('#stage').hidden = mode !== 'image' || !query.source;
+}
+
+for (const tab of tabs) tab.addEventListener('click', () => setMode(tab.dataset.mode));
+window.addEventListener('hashchange', showView);
+
+// Searching -------------------------------------------------------------------------------------------------------
+
+const advanced = $('#advanced');
+const pager = $('.pager');
+const results = new ResultsView(
+  { errors: $('#errors'), summary: $('#summary'), qinfo: $('#qinfo'), facets: $('#facets'), results: $('#results') },
+  {
+    getAuth: auth,
+    onSimilar: (imName) => {
+      setMode('name');
+      $('#name-form').elements.im_name.value = imName;
+      void run(searchByName(imName), { newQuery: true });
+    },
+    onFacet: (field, value) => {
+      addFilter(advanced, exactFilter(field, value));
+      void run(lastSearch);
+    },
+  },
+);
+
+/**
+ * A search: `call` asks the API (reading the advanced form then), `shown` shows what else the answer carries. The
+ * last one runs again with other advanced parameters or another page.
+ */
+let lastSearch = null;
+/** Counts runs: only the latest one's answer is shown, however late an earlier one comes. */
+let runs = 0;
+
+/** Runs a search and shows its answer; a new query (not a rerun or another page) starts from page 1. */
+async function run(search, { newQuery = false } = {}) {
+  if (!search) return;
+  if (newQuery) advanced.elements.page.value = '';
+  lastSearch = search;
+  const ticket = ++runs;
+  pager.hidden = true;
+  results.busy('Searching…');
+  try {
+    const envelope = await search.call();
+    if (ticket !== runs) return;
+    search.shown?.(envelope);
+    results.render(envelope);
+    pager.hidden = false;
+    pager.querySelector('[data-step="-1"]').disabled = envelope.page <= 1;
+    pager.querySelector('[data-step="1"]').disabled = envelope.page * envelope.limit >= envelope.total;
+  } catch (error) {
+    if (ticket === runs) results.showErrors(error instanceof ApiFailure ? error.errors : [error.message]);
+  }
+}
+
+advanced.addEventListener('submit', (event) => {
+  event.preventDefault();
+  void run(lastSearch);
+});
+for (const button of pager.querySelectorAll('button')) {
+  button.addEventListener('click', () => {
+    const page = Number(advanced.elements.page.value || 1) + Number(button.dataset.step);
+    advanced.elements.page.value = String(Math.max(1, page));
+    void run(lastSearch);
+  });
+}
+
+// By image: the query image is uploaded (or its URL sent) once; later searches of its objects send its im_id.
+
+let query = { source: null, imId: null, objects: [] };
+const stage = new Stage($('#stage'), (box, selected) => void run(imageSearch(box, selected), { newQuery: true }));
+
+/** The query image, or its `box` (`selected` is what is shown selected); the first answer's objects stay drawn. */
+function imageSearch(box, selected) {
+  const current = query;
+  return {
+    call: () => {
+      const from = current.imId ? [['im_id', current.imId]] : current.source;
+      const region = box ? [['box', box.join(',')]] : [];
+      const params = [...from, ...region, ...advancedParams(advanced, { imageSearch: true })];
+      return callApi(auth(), 'POST', '/uploadsearch', params, { multipart: true });
+    },
+    shown: (envelope) => {
+      current.imId = envelope.im_id;
+      if (!box) current.objects = envelope.product_types;
+      stage.drawObjects(current.objects, selected);
+      $('#detection-types').replaceChildren(...envelope.product_types_list.map(({ type }) => new Option(type)));
+    },
+  };
+}
+
+/** A new query image: a File (uploaded) or a URL (downloaded by the service). */
+async function startImageSearch(image) {
+  setMode('image');
+  query = { source: [image instanceof Blob ? ['image', image] : ['im_url', image]], imId: null, objects: [] };
+  $('#stage').hidden = false;
+  await stage.show(image);
+  await run(imageSearch(), { newQuery: true });
+}
+
+const imageForm = $('#image-form');
+imageForm.elements.image.addEventListener('change', () => {
+  const [file] = imageForm.elements.image.files;
+  if (file) void startImageSearch(file);
+});
+imageForm.addEventListener('submit', (event) => {
+  event.preventDefault();
+  const url = imageForm.elements.im_url.value.trim();
+  const [file] = imageForm.elements.image.files;
+  if (url || file) void startImageSearch(url || file);
+});
+
+// An image dropped anywhere on the search page: a file, or a link dragged from another page.
+document.addEventListener('dragover', (event) => {
+  event.preventDefault();
+  document.body.classList.add('dropping');
+});
+document.addEventListener('dragleave', (event) => {
+  if (!event.relatedTarget) document.body.classList.remove('dropping');
+});
+document.addEventListener('drop', (event) => {
+  event.preventDefault();
+  document.body.classList.remove('dropping');
+  const [file] = event.dataTransfer.files;
+  const url = event.dataTransfer.getData('text/uri-list').split('\n').find((line) => line && !line.startsWith('#'));
+  if (!file && !url) return;
+  location.hash = '#search';
+  void startImageSearch(file ?? url.trim());
+});
+
+// By name and by colour.
+
+/** Spec 4.4 and 4.7: these endpoints take no `detection`. */
+const otherParams = () => advancedParams(advanced, { imageSearch: false });
+
+const searchByName = (imName) => ({
+  call: () => callApi(auth(), 'GET', '/search', [['im_name', imName], ...otherParams()]),
+});
+
+$('#name-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  void run(searchByName($('#name-form').elements.im_name.value.trim()), { newQuery: true });
+});
+
+const colors = new ColorRows($('#colors'), $('#add-color'));
+$('#color-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const chosen = colors.params();
+  void run({ call: () => callApi(auth(), 'GET', '/colorsearch', [...chosen, ...otherParams()]) }, { newQuery: true });
+});
+
+showKeys();
+showView();

@@ -1,0 +1,32 @@
+import { Hono } from 'hono';
+import { authenticate } from '../auth/middleware';
+import type { AppEnv } from '../env';
+import { ApiError } from '../http/envelope';
+import { SEARCH_ERRORS } from '../http/messages';
+import { endpoint } from '../http/middleware';
+import { INSERT_LIMITS } from '../ingest/insert-request';
+import { imageBlobKey } from '../storage/blobs';
+import { findImageByName } from '../storage/images';
+
+export const consoleRoutes = new Hono<AppEnv>();
+
+/**
+ * The stored bytes of a collection image: the web console's thumbnails (the spec has no endpoint for them).
+ * Authenticated like the searches, so an app key may read them; an application only ever finds its own images.
+ */
+consoleRoutes.get('/image', endpoint('image', 'search'), authenticate({ allowAppKey: true }), async (c) => {
+  const { params, app } = c.var;
+  const notFound = new ApiError(404, SEARCH_ERRORS.imageNotFound);
+  const imName = params.required('im_name', new ApiError(400, SEARCH_ERRORS.imageNotFound));
+  // The collection is what D1 lists: bytes of an image being removed, or of a failed insert, are not shown.
+  const image = imName.length <= INSERT_LIMITS.maxNameLength ? await findImageByName(c.env.DB, app.id, imName) : null;
+  const blob = image && (await c.env.BLOBS.get(imageBlobKey(app.id, image.im_name)));
+  if (!blob) throw notFound;
+  return c.body(blob.body, 200, {
+    'content-type': blob.httpMetadata?.contentType ?? 'application/octet-stream',
+    // The bytes are whatever an im_url served: never let a browser read them as anything but the stored type.
+    'x-content-type-options': 'nosniff',
+    'content-security-policy': "default-src 'none'",
+    'cache-control': 'private, max-age=60',
+  });
+});
