@@ -26,6 +26,8 @@ export type PredictBody = ErrorBody & {
 
 export type RunningServer = {
   readonly baseUrl: string;
+  /** The service's process, e.g. to read its memory from /proc. */
+  readonly pid: number;
   /** Posts an image with tasks (default "embed") and, if given, the box field as sent. */
   predict(bytes: Uint8Array, tasks?: string, box?: string): Promise<{ status: number; body: PredictBody }>;
   stop(): void;
@@ -68,6 +70,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Run
   await waitUntilHealthy(baseUrl);
   return {
     baseUrl,
+    pid: child.pid!,
     async predict(bytes, tasks = 'embed', box) {
       const form = new FormData();
       form.set('tasks', tasks);

@@ -3,6 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import sharp from 'sharp';
+import { HOSTILE_SOURCE, hostileImages, rawPixels, type HostileImage } from './hostile-images.ts';
 import { FORMAT_VARIANTS } from './image-formats.ts';
 
 /** The shared test images (never copied into the project). */
@@ -18,6 +19,9 @@ export const IMAGES_DIR = path.resolve(import.meta.dirname, '../../../shared/dat
  * - `/truncated/<file>`: the first half of the file;
  * - `/palette/<hex>:<percent>,...`: a 300x200 PNG of vertical stripes of those colours, in those shares;
  * - `/png-header/<width>x<height>`: a PNG whose header declares that size and whose pixels are missing;
+ * - `/hostile`: the hostile images of `hostile-images.ts`, made of HOSTILE_SOURCE, as JSON: `{source, images}`, each
+ *   image described by all but its bytes (name, group, outcome, format, displayed size, content type, what it shows);
+ * - `/hostile/<name>`: that hostile image, under its content type (a lie for the `lying` group);
  * - `/endless`: zeros, streamed without a length, until the client stops reading;
  * - `/hang`: headers never come;
  * - `/status/<code>`: an empty answer with that status;
@@ -81,6 +85,16 @@ async function respond(kind: string, name: string): Promise<Answer> {
       const [width = 0, height = 0] = name.split('x').map(Number);
       return ok(pngHeader(width, height), 'image/png');
     }
+    case 'hostile': {
+      const images = await hostileCatalogue();
+      if (!name) {
+        const described = images.map(({ bytes: _, ...rest }) => rest);
+        return ok(Buffer.from(JSON.stringify({ source: HOSTILE_SOURCE, images: described })), 'application/json');
+      }
+      const image = images.find((candidate) => candidate.name === name);
+      if (!image) throw new Error(`unknown hostile image ${name}`);
+      return ok(Buffer.from(image.bytes), image.contentType);
+    }
     default: {
       const variant = FORMAT_VARIANTS.find((candidate) => `as-${candidate.name}` === kind);
       if (!variant) throw new Error(`unknown fixture ${kind}`);
@@ -88,6 +102,14 @@ async function respond(kind: string, name: string): Promise<Answer> {
       return ok(Buffer.from(await variant.encode({ data, width: info.width, height: info.height, channels: info.channels as 3 | 4 })));
     }
   }
+}
+
+let hostile: Promise<HostileImage[]> | undefined;
+
+/** Made once, on first use: seconds of work and half a gigabyte for the 40 MP files. */
+function hostileCatalogue(): Promise<HostileImage[]> {
+  hostile ??= readImage(HOSTILE_SOURCE).then(rawPixels).then(hostileImages);
+  return hostile;
 }
 
 async function nearCopy(original: Buffer): Promise<Buffer> {

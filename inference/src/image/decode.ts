@@ -1,8 +1,19 @@
 import sharp, { type Metadata, type Sharp } from 'sharp';
 import { decodeRawImage, ImageFormatError, type RawImage } from './formats/index.ts';
+import { isSharpFormat, sniffFormat, type ImageFormat, type SharpFormat } from './sniff.ts';
+
+// Every upload is new: libvips's operation cache would only keep the decoded images of past requests alive.
+sharp.cache(false);
 
 /** The spec's largest accepted image: width * height. */
 export const MAX_INPUT_PIXELS = 40_000_000;
+
+/**
+ * The longest side accepted: JPEG's and GIF's largest, as the Worker's probe has it. Decoders' row buffers grow with
+ * the width (a 40 KB PNG of 40,000,000 x 1 takes a gigabyte to decode) and their costs per row with the height
+ * (1 x 40,000,000 takes ten seconds), so a 40 MP image may not be a single line.
+ */
+export const MAX_INPUT_SIDE = 65_535;
 
 /**
  * Long side of the pixels kept after decoding. Every task works far below it
@@ -10,12 +21,6 @@ export const MAX_INPUT_PIXELS = 40_000_000;
  * load) keeps a 40 MP upload from costing 120 MB of RGB per request.
  */
 export const WORKING_MAX_SIDE = 2048;
-
-/** Formats sharp decodes itself. */
-const SHARP_FORMATS = ['jpeg', 'png', 'webp', 'gif', 'tiff'] as const;
-type SharpFormat = (typeof SHARP_FORMATS)[number];
-/** Every accepted format, named as the Worker's header probe names them; the last three through ./formats/. */
-export type ImageFormat = SharpFormat | 'bmp' | 'pnm' | 'sunraster';
 
 /** 8-bit RGB pixels, row-major, 3 bytes per pixel, no padding. */
 export type RgbPixels = {
@@ -52,40 +57,42 @@ export class ImageDecodeError extends Error {
   }
 }
 
+/**
+ * Decodes the bytes of any spec format, told by their magic bytes. The header alone gives the size, so bombs
+ * (a huge declared size in a tiny file) are refused before any pixel is decoded; limitInputPixels guards the decoder
+ * as well.
+ */
 export async function decodeImage(bytes: Uint8Array): Promise<DecodedImage> {
-  // The header alone gives format and size, so bombs are refused before any
-  // pixel is decoded; limitInputPixels below guards the decoder as well.
-  let metadata: Metadata | undefined;
-  try {
-    metadata = await sharp(bytes).metadata();
-  } catch {
-    // Not a format sharp reads: maybe BMP, PNM or Sun raster, below.
-  }
-  const format = metadata?.format as string | undefined;
-  if (metadata && format !== undefined && isSharpFormat(format)) {
-    const { width, height } = orientedSize(metadata);
-    checkPixelCount(width, height);
-    const input = sharp(bytes, { limitInputPixels: MAX_INPUT_PIXELS, failOn: 'error', pages: 1 });
-    return { width, height, format, pixels: await workingCopy(input) };
-  }
-
-  // sharp's prebuilt libvips reads no BMP, PNM or Sun raster: decode those in
-  // TypeScript and hand sharp the raw pixels, so the rest is the same path.
-  const raw = decodeRaw(bytes);
-  if (!raw) {
-    throw new ImageDecodeError(
-      'undecodable_image',
-      format === undefined ? 'The bytes are not a recognised image.' : `Unsupported image format: ${format}.`,
-    );
-  }
-  const { width, height, channels, data } = raw;
-  const input = sharp(data, { raw: { width, height, channels }, limitInputPixels: MAX_INPUT_PIXELS });
-  return { width, height, format: raw.format, pixels: await workingCopy(input) };
+  const format = sniffFormat(bytes);
+  if (format === null) throw notAnImage();
+  return isSharpFormat(format) ? decodeWithSharp(bytes, format) : decodeWithOwnDecoder(bytes);
 }
 
-function decodeRaw(bytes: Uint8Array): RawImage | null {
+async function decodeWithSharp(bytes: Uint8Array, format: SharpFormat): Promise<DecodedImage> {
+  let metadata: Metadata;
   try {
-    return decodeRawImage(bytes, { maxPixels: MAX_INPUT_PIXELS });
+    // No pixel limit for reading the header: the size is checked below, with the service's own error.
+    metadata = await sharp(bytes, { limitInputPixels: false }).metadata();
+  } catch (cause) {
+    throw new ImageDecodeError('undecodable_image', `The ${format} header could not be read.`, { cause });
+  }
+  if (metadata.format !== format) {
+    throw new ImageDecodeError('undecodable_image', `The bytes start as ${format} but read as ${metadata.format}.`);
+  }
+  const { width, height } = orientedSize(metadata);
+  checkSize(width, height);
+  const input = sharp(bytes, { limitInputPixels: MAX_INPUT_PIXELS, failOn: 'error', pages: 1 });
+  return { width, height, format, pixels: await workingCopy(input) };
+}
+
+/**
+ * sharp's prebuilt libvips reads no BMP, PNM or Sun raster: decode those in
+ * TypeScript and hand sharp the raw pixels, so the rest is the same path.
+ */
+async function decodeWithOwnDecoder(bytes: Uint8Array): Promise<DecodedImage> {
+  let raw: RawImage | null;
+  try {
+    raw = decodeRawImage(bytes, { maxPixels: MAX_INPUT_PIXELS, maxSide: MAX_INPUT_SIDE });
   } catch (cause) {
     if (!(cause instanceof ImageFormatError)) throw cause;
     if (cause.kind === 'too_large') {
@@ -93,14 +100,19 @@ function decodeRaw(bytes: Uint8Array): RawImage | null {
     }
     throw new ImageDecodeError('undecodable_image', `The image data could not be decoded: ${cause.message}.`, { cause });
   }
+  if (!raw) throw notAnImage();
+  const { width, height, channels, data } = raw;
+  const input = sharp(data, { raw: { width, height, channels }, limitInputPixels: MAX_INPUT_PIXELS });
+  return { width, height, format: raw.format, pixels: await workingCopy(input) };
 }
 
-function checkPixelCount(width: number, height: number): void {
-  if (width * height > MAX_INPUT_PIXELS) {
-    throw new ImageDecodeError(
-      'image_too_large',
-      `The image has ${width}x${height} pixels; at most ${MAX_INPUT_PIXELS} are accepted.`,
-    );
+const notAnImage = (): ImageDecodeError =>
+  new ImageDecodeError('undecodable_image', 'The bytes are not an image of a supported format.');
+
+function checkSize(width: number, height: number): void {
+  if (width * height > MAX_INPUT_PIXELS || Math.max(width, height) > MAX_INPUT_SIDE) {
+    const limits = `at most ${MAX_INPUT_PIXELS} are accepted, at most ${MAX_INPUT_SIDE} on a side`;
+    throw new ImageDecodeError('image_too_large', `The image has ${width}x${height} pixels; ${limits}.`);
   }
 }
 
@@ -133,10 +145,6 @@ async function workingCopy(input: Sharp): Promise<RgbPixels> {
   } catch (cause) {
     throw new ImageDecodeError('undecodable_image', 'The image data could not be decoded.', { cause });
   }
-}
-
-function isSharpFormat(format: string): format is SharpFormat {
-  return (SHARP_FORMATS as readonly string[]).includes(format);
 }
 
 /** Displayed size: EXIF orientations 5-8 swap width and height. */

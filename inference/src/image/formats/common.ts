@@ -18,6 +18,8 @@ export type RawImage = {
 export type DecodeOptions = {
   /** Largest accepted width * height; larger declared sizes throw `too_large` before any pixel is read. */
   readonly maxPixels?: number;
+  /** Longest accepted side, checked the same way; no limit unless given. */
+  readonly maxSide?: number;
 };
 
 /** The spec's limit: 40 megapixels. */
@@ -45,7 +47,7 @@ export class ImageFormatError extends Error {
 
 /**
  * Checks a declared size before anything is allocated from it: both sides
- * positive integers and width * height within the limit.
+ * positive integers, width * height and the longer side within the limits.
  */
 export function checkDimensions(format: RawFormat, width: number, height: number, options: DecodeOptions | undefined): void {
   if (!Number.isSafeInteger(width) || !Number.isSafeInteger(height) || width <= 0 || height <= 0) {
@@ -54,6 +56,10 @@ export function checkDimensions(format: RawFormat, width: number, height: number
   const maxPixels = options?.maxPixels ?? DEFAULT_MAX_PIXELS;
   if (width * height > maxPixels) {
     throw new ImageFormatError(format, 'too_large', `${width}x${height} is more than ${maxPixels} pixels`);
+  }
+  const maxSide = options?.maxSide ?? Number.POSITIVE_INFINITY;
+  if (Math.max(width, height) > maxSide) {
+    throw new ImageFormatError(format, 'too_large', `${width}x${height} has a side over ${maxSide} pixels`);
   }
 }
 
