@@ -7,6 +7,7 @@ import { dataRoutes } from './routes/data';
 import { colorSearchRoutes } from './routes/color-search';
 import { consoleRoutes } from './routes/console';
 import { imageSearchRoutes } from './routes/image-search';
+import { openApiRoutes } from './routes/openapi';
 import { searchRoutes } from './routes/search';
 
 export const app = new Hono<AppEnv>();
@@ -22,4 +23,5 @@ app.route('/', dataRoutes);
 app.route('/', searchRoutes);
 app.route('/', imageSearchRoutes);
 app.route('/', colorSearchRoutes);
+app.route('/', openApiRoutes);
 app.route('/', consoleRoutes);

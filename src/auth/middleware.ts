@@ -5,6 +5,9 @@ import { GENERAL } from '../http/messages';
 import { findAppByAccessKey, findAppByAppKey } from '../storage/apps';
 import { digestsEqual, hashKey } from './keys';
 
+/** The parameter (query or form) that carries the app key of browser and mobile clients (DESIGN.md). */
+export const APP_KEY_PARAMETER = 'access_key';
+
 const invalidKeys = (): ApiError => new ApiError(401, GENERAL.invalidKeys);
 const unauthorized = (): ApiError => new ApiError(401, GENERAL.unauthorized);
 
@@ -41,7 +44,7 @@ export const authenticate = (options: { allowAppKey: boolean }) =>
       return next();
     }
 
-    const appKey = c.var.params.string('access_key');
+    const appKey = c.var.params.string(APP_KEY_PARAMETER);
     if (appKey === undefined) throw unauthorized();
     if (!options.allowAppKey) throw unauthorized();
     const app = await findAppByAppKey(c.env.DB, appKey);

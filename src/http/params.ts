@@ -2,8 +2,6 @@ import { ApiError, invalidParameter } from './envelope';
 
 type ParamValue = string | File;
 
-const BOOLEANS: Record<string, boolean> = { true: true, True: true, '1': true, false: false, False: false, '0': false };
-
 /**
  * The most bytes a request body may have. Parameters are read before authentication (an app key may come as a form
  * field), so this bounds what anyone can make the Worker read: a query image is at most 10 MB (spec 8) and 1 MB more
@@ -40,7 +38,7 @@ async function readCapped(body: ReadableStream<Uint8Array>, maxBytes: number): P
 
 /**
  * A request's parameters, read from the query string and from an urlencoded or multipart body alike, merged,
- * repeated keys kept in order (DESIGN.md). Typed getters turn malformed values into 400s in the spec's envelope.
+ * repeated keys kept in order (DESIGN.md). Typed values are read through their schemas (readParam, param-schema.ts).
  */
 export class RequestParams {
   readonly #values: Map<string, ParamValue[]>;
@@ -105,25 +103,6 @@ export class RequestParams {
   file(name: string): File | undefined {
     const value = this.#single(name);
     return typeof value === 'string' ? undefined : value;
-  }
-
-  integer(name: string, options: { default: number; min: number; max: number }): number {
-    const raw = this.string(name);
-    if (raw === undefined || raw === '') return options.default;
-    if (!/^[+-]?\d+$/.test(raw.trim())) throw invalidParameter(`${name} must be an integer.`);
-    const value = Number(raw);
-    if (value < options.min || value > options.max) {
-      throw invalidParameter(`${name} must be between ${options.min} and ${options.max}.`);
-    }
-    return value;
-  }
-
-  boolean(name: string, fallback: boolean): boolean {
-    const raw = this.string(name);
-    if (raw === undefined || raw === '') return fallback;
-    const value = BOOLEANS[raw.trim()];
-    if (value === undefined) throw invalidParameter(`${name} must be true or false.`);
-    return value;
   }
 
   /** Required text parameter; `error` says what the route answers when it is missing. */

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { dataErrorEntry, type DataErrorEntry } from '../http/envelope';
 import { DATA_ERRORS, lengthExceeded, wrongDataType, type DataError } from '../http/messages';
 import type { RequestParams } from '../http/params';
@@ -14,6 +15,27 @@ export const INSERT_LIMITS = {
 } as const;
 
 const IM_NAME = /^[a-zA-Z0-9\-_.:]+$/;
+/**
+ * One image of an `/insert`, sent as `{key}[i]` form parameters (spec 4.1). parseInsert checks an image against the
+ * same limits, in the spec's order and with its data error codes.
+ */
+export const INSERT_IMAGE = z
+  .object({
+    im_name: z
+      .string()
+      .min(1)
+      .max(INSERT_LIMITS.maxNameLength)
+      .regex(IM_NAME)
+      .meta({ description: 'Unique in the collection: a-z, A-Z, 0-9, `-`, `_`, `.`, `:`. A known name is updated.' }),
+    im_url: z.string().min(1).meta({ description: 'Public URL the image is downloaded from.' }),
+  })
+  .catchall(
+    z
+      .string()
+      .max(INSERT_LIMITS.maxValueLength)
+      .meta({ description: 'A metadata field of the schema; others are ignored.' }),
+  );
+
 const INDEXED_KEY = /^(.+)\[(\d+)\]$/;
 const INTEGER = /^[+-]?\d+$/;
 

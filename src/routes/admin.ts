@@ -1,33 +1,11 @@
 import { Hono, type Context } from 'hono';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { requireAdmin } from '../auth/admin';
 import type { AppEnv } from '../env';
 import { invalidParameter, ApiError } from '../http/envelope';
 import { endpoint } from '../http/middleware';
-import { createApp, FIELD_TYPES, getApp, getSchema, replaceSchema, updateSettings, type AppRecord } from '../storage/apps';
-
-/** Field names as `/insert` parameters can carry them: no brackets, and not the two reserved keys. */
-const FIELD_NAME = /^[A-Za-z0-9_\-.:]{1,64}$/;
-
-const createAppBody = z.object({ name: z.string().trim().min(1).max(200) });
-const schemaBody = z.object({
-  fields: z
-    .array(
-      z.object({
-        name: z
-          .string()
-          .regex(FIELD_NAME, 'field names use a-z, A-Z, 0-9, -, _, ., : (at most 64)')
-          .refine((name) => name !== 'im_name' && name !== 'im_url', 'im_name and im_url are not metadata fields'),
-        type: z.enum(FIELD_TYPES),
-        searchable: z.boolean().default(false),
-      }),
-    )
-    .max(30)
-    .refine((fields) => new Set(fields.map((field) => field.name)).size === fields.length, 'field names must be unique'),
-});
-
-const limit = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable().optional();
-const settingsBody = z.object({ image_limit: limit, pending_limit: limit, text_default_operator: z.enum(['AND', 'OR']).optional() });
+import { createApp, getApp, getSchema, replaceSchema, updateSettings, type AppRecord } from '../storage/apps';
+import { createAppBody, schemaBody, settingsBody } from './admin-bodies';
 
 const describe = (app: AppRecord) => ({
   app_id: app.id,

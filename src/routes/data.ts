@@ -4,6 +4,8 @@ import type { AppEnv } from '../env';
 import { ApiError, dataErrorEntry } from '../http/envelope';
 import { DATA_ERRORS, GENERAL } from '../http/messages';
 import { endpoint } from '../http/middleware';
+import { readParam } from '../http/param-schema';
+import { INSERT_STATUS, MAX_REMOVE_NAMES, TRANSACTION } from '../ingest/data-params';
 import { INSERT_LIMITS, parseInsert } from '../ingest/insert-request';
 import { getSchema, type AppRecord } from '../storage/apps';
 import { deleteBlobs } from '../storage/blobs';
@@ -12,11 +14,6 @@ import { createTransaction, deleteTransaction, getTransactionStatus } from '../s
 import { collectionUsage } from '../storage/usage';
 import { deleteImageVectors } from '../storage/vectors';
 
-/** `error_limit` when the caller gives none, and its ceiling (spec 8 leaves both open). */
-export const ERROR_PAGE_DEFAULT_LIMIT = 10;
-export const ERROR_PAGE_MAX_LIMIT = 100;
-/** Names per `/remove` call, as for `/insert`. */
-export const MAX_REMOVE_NAMES = 100;
 /**
  * An `/insert` within the spec's limits carries up to 100 images of 32 values of 5000 characters (16 MB): its body
  * may be 20 MB, more than other endpoints' MAX_BODY_BYTES.
@@ -70,13 +67,13 @@ dataRoutes.post('/insert', insertEndpoint, authenticate({ allowAppKey: false }),
 
 dataRoutes.get('/insert/status/:trans_id', endpoint('insert/status', 'data'), authenticate({ allowAppKey: false }), async (c) => {
   const notFound = ApiError.data(404, DATA_ERRORS.transactionNotFound);
-  // trans_ids are integers below 2^53 (DESIGN.md): anything else names no transaction.
+  // Anything but a trans_id (digits, below 2^53) names no transaction.
   const raw = c.req.param('trans_id');
   const transId = Number(raw);
-  if (!/^\d{1,16}$/.test(raw) || !Number.isSafeInteger(transId)) throw notFound;
+  if (!/^\d{1,16}$/.test(raw) || !TRANSACTION.trans_id.safeParse(transId).success) throw notFound;
   const status = await getTransactionStatus(c.env.DB, c.var.app.id, transId, {
-    errorPage: c.var.params.integer('error_page', { default: 1, min: 1, max: Number.MAX_SAFE_INTEGER }),
-    errorLimit: c.var.params.integer('error_limit', { default: ERROR_PAGE_DEFAULT_LIMIT, min: 1, max: ERROR_PAGE_MAX_LIMIT }),
+    errorPage: readParam(c.var.params, INSERT_STATUS, 'error_page'),
+    errorLimit: readParam(c.var.params, INSERT_STATUS, 'error_limit'),
   });
   if (!status) throw notFound;
   return c.json({ status: 'OK', method: 'insert/status', result: [status], error: [] });

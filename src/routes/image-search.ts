@@ -2,9 +2,10 @@ import { Hono, type Context } from 'hono';
 import { authenticate } from '../auth/middleware';
 import type { AppEnv } from '../env';
 import { endpoint } from '../http/middleware';
+import { readParam } from '../http/param-schema';
 import type { DetectedObject } from '../ports/inference/types';
 import {
-  DETECTION_LIMIT,
+  DETECTION,
   describeObject,
   detectionMode,
   keptObjects,
@@ -26,7 +27,7 @@ export const imageSearchRoutes = new Hono<AppEnv>();
  * What both upload searches do first: read and check the parameters, then resolve, analyse and keep the query
  * image. Parameters are checked before anything is downloaded or processed, and nothing is kept for a refused image.
  */
-async function prepare(c: Context<AppEnv>, endpoint: { limitName: string; allowPoints: boolean }) {
+async function prepare(c: Context<AppEnv>, endpoint: { limitName: 'limit' | 'result_limit'; allowPoints: boolean }) {
   const { params, app } = c.var;
   // Spec 4.6: group_by is not supported by /discoversearch, the one endpoint with points.
   const options = readSearchOptions(params, await getSchema(c.env.DB, app.id), app, {
@@ -35,7 +36,7 @@ async function prepare(c: Context<AppEnv>, endpoint: { limitName: string; allowP
   });
   const region = readRegion(params, { allowPoints: endpoint.allowPoints });
   const sensitivity = readSensitivity(params);
-  const detection = params.string('detection');
+  const detection = readParam(params, DETECTION, 'detection');
   await requireCollection(c.env.DB, app.id);
 
   const query = await resolveQueryImage(c.env, app.id, params);
@@ -72,7 +73,7 @@ imageSearchRoutes.post('/uploadsearch', endpoint('uploadsearch', 'search'), auth
 
 /** Multiple product search (spec 4.6): every detected object (or the object at each point) gets its own results. */
 imageSearchRoutes.post('/discoversearch', endpoint('discoversearch', 'search'), authenticate({ allowAppKey: true }), async (c) => {
-  const detectionLimit = c.var.params.integer('detection_limit', DETECTION_LIMIT);
+  const detectionLimit = readParam(c.var.params, DETECTION, 'detection_limit');
   const { options, paging, region, sensitivity, query, analysis, mode, search } = await prepare(c, {
     limitName: 'result_limit',
     allowPoints: true,

@@ -1,9 +1,23 @@
+import { z } from 'zod';
 import { invalidParameter } from '../http/envelope';
+import { readParam } from '../http/param-schema';
 import type { RequestParams } from '../http/params';
 import type { PaletteColor } from '../ports/inference/types';
 import { HEX_COLOR } from './color-embedding';
 
 const COLOR = /^([^:]*)(?::(.*))?$/;
+
+/** Spec 4.7; readColorQuery checks the values. */
+export const COLOR_QUERY = {
+  color: z
+    .array(z.string())
+    .min(1)
+    .meta({
+      description:
+        '`<hex6>` or `<hex6>:<ratio>`, ratio an integer from 1 to 100 (equal shares when no colour has one). ' +
+        'Repeatable or comma-separated; up to 5 colours unless the operator raised COLOR_SEARCH_MAX_COLORS.',
+    }),
+};
 
 /**
  * `/colorsearch`'s `color` parameters (spec 4.7): `<hex6>` or `<hex6>:<ratio>`, ratio an integer 1–100, at most
@@ -11,7 +25,9 @@ const COLOR = /^([^:]*)(?::(.*))?$/;
  * gets their mean; the ratios are then normalised to sum to 1. A colour given twice adds up.
  */
 export function readColorQuery(params: RequestParams, maxColors: number): PaletteColor[] {
-  const raw = params.strings('color').flatMap((value) => value.split(',')).filter((value) => value.trim() !== '');
+  const raw = readParam(params, COLOR_QUERY, 'color')
+    .flatMap((value) => value.split(','))
+    .filter((value) => value.trim() !== '');
   if (raw.length === 0) throw invalidParameter('color is required: a 6-digit hex color, optionally with :ratio.');
   if (raw.length > maxColors) throw invalidParameter(`At most ${maxColors} colors are allowed.`);
 

@@ -1,4 +1,4 @@
-import { invalidParameter } from '../http/envelope';
+import { choice, integer, readParam, text } from '../http/param-schema';
 import type { RequestParams } from '../http/params';
 import type { DetectedObject } from '../ports/inference/types';
 import { area, contains, type Point } from './region';
@@ -14,8 +14,18 @@ export type DetectionMode = { kind: 'off' } | { kind: 'all' } | { kind: 'type'; 
 export const MIN_SCORE = { low: 0.35, high: 0.2 } as const;
 export type Sensitivity = keyof typeof MIN_SCORE;
 
-/** Spec 4.6 `detection_limit`. */
-export const DETECTION_LIMIT = { default: 5, min: 1, max: 30 } as const;
+/** Spec 4.6: the detection parameters of the upload searches. */
+export const DETECTION = {
+  detection: text(
+    'A type to detect, or `all` / `null` for every type (the default); any other value turns detection off and ' +
+      'the whole image (or box) is searched.',
+  ),
+  detection_limit: integer(
+    { min: 1, max: 30, default: 5 },
+    'Objects searched at most, most confident first. Ignored with `point`.',
+  ),
+  detection_sensitivity: choice(['low', 'high'], 'low', '`low` keeps only very confident objects, `high` more.'),
+};
 
 /** The mode a `detection` value asks for; types compare without regard to case. */
 export function detectionMode(raw: string | undefined, types: string[]): DetectionMode {
@@ -24,11 +34,8 @@ export function detectionMode(raw: string | undefined, types: string[]): Detecti
   return type ? { kind: 'type', type } : { kind: 'off' };
 }
 
-export function readSensitivity(params: RequestParams): Sensitivity {
-  const raw = params.string('detection_sensitivity') ?? 'low';
-  if (raw !== 'low' && raw !== 'high') throw invalidParameter('detection_sensitivity must be low or high.');
-  return raw;
-}
+export const readSensitivity = (params: RequestParams): Sensitivity =>
+  readParam(params, DETECTION, 'detection_sensitivity');
 
 const ofMode = (objects: DetectedObject[], mode: DetectionMode): DetectedObject[] =>
   mode.kind === 'off' ? [] : mode.kind === 'all' ? objects : objects.filter((object) => object.type === mode.type);

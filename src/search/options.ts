@@ -1,7 +1,9 @@
 import { FilterError, parseFilters, type Filter } from '../filter';
 import { invalidParameter } from '../http/envelope';
+import { readParam } from '../http/param-schema';
 import type { RequestParams } from '../http/params';
 import type { AppRecord, SchemaField } from '../storage/apps';
+import { ADVANCED } from './advanced';
 import { readPaging, type Paging } from './paging';
 import { requestedFields } from './value-map';
 
@@ -23,41 +25,34 @@ export type SearchOptions = {
   qinfo: boolean;
 };
 
-/** Spec 4.8 defaults and caps. */
-export const FACETS_LIMIT = { default: 10, min: 1, max: 1000 } as const;
-export const GROUP_LIMIT = { default: 10, min: 1, max: 100 } as const;
-
-function unitInterval(params: RequestParams, name: string, fallback: number): number {
-  const raw = params.string(name);
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!/^\s*[+-]?(\d+\.?\d*|\.\d+)\s*$/.test(raw) || value < 0 || value > 1) {
-    throw invalidParameter(`${name} must be between 0.0 and 1.0.`);
-  }
-  return value;
-}
-
 const searchable = (schema: SchemaField[]): SchemaField[] => schema.filter((field) => field.searchable && field.type !== 'text');
 
 function readFacets(params: RequestParams, schema: SchemaField[]): SearchOptions['facets'] {
-  const names = params.strings('facets').flatMap((value) => value.split(',')).map((name) => name.trim()).filter(Boolean);
+  const names = readParam(params, ADVANCED, 'facets')
+    .flatMap((value) => value.split(','))
+    .map((name) => name.trim())
+    .filter(Boolean);
   if (names.length === 0) return null;
   const fields = names.includes('*') ? searchable(schema) : schema.filter((field) => field.type !== 'text' && names.includes(field.name));
-  return { fields, limit: params.integer('facets_limit', FACETS_LIMIT), showCount: params.boolean('facets_show_count', false) };
+  return {
+    fields,
+    limit: readParam(params, ADVANCED, 'facets_limit'),
+    showCount: readParam(params, ADVANCED, 'facets_show_count'),
+  };
 }
 
 function readGroupBy(params: RequestParams, schema: SchemaField[], allowed: boolean): SearchOptions['groupBy'] {
-  const field = params.string('group_by');
+  const field = readParam(params, ADVANCED, 'group_by');
   if (field === undefined || field === '') return null;
   if (!allowed) throw invalidParameter('group_by is not supported here.');
   if (!searchable(schema).some((candidate) => candidate.name === field)) {
     throw invalidParameter(`group_by field ${field} must be a searchable string, int or float field.`);
   }
-  return { field, limit: params.integer('group_limit', GROUP_LIMIT) };
+  return { field, limit: readParam(params, ADVANCED, 'group_limit') };
 }
 
 function readSortBy(params: RequestParams, schema: SchemaField[]): SortBy | null {
-  const raw = params.string('sort_by');
+  const raw = readParam(params, ADVANCED, 'sort_by');
   if (raw === undefined || raw === '') return null;
   const match = /^(.+):(asc|desc)$/i.exec(raw.trim());
   if (!match) throw invalidParameter('sort_by must be <field>:asc or <field>:desc.');
@@ -71,27 +66,29 @@ export function readSearchOptions(
   params: RequestParams,
   schema: SchemaField[],
   app: AppRecord,
-  endpoint: { limitName: string; allowGroupBy: boolean },
+  endpoint: { limitName: 'limit' | 'result_limit'; allowGroupBy: boolean },
 ): SearchOptions {
-  const scoreRange = { min: unitInterval(params, 'score_min', 0), max: unitInterval(params, 'score_max', 1) };
+  const scoreRange = { min: readParam(params, ADVANCED, 'score_min'), max: readParam(params, ADVANCED, 'score_max') };
   if (scoreRange.min > scoreRange.max) throw invalidParameter('score_min must not be greater than score_max.');
   let filter: Filter;
   try {
-    filter = parseFilters(params.strings('fq'), schema, { textDefaultOperator: app.textDefaultOperator });
+    filter = parseFilters(readParam(params, ADVANCED, 'fq'), schema, { textDefaultOperator: app.textDefaultOperator });
   } catch (error) {
     if (error instanceof FilterError) throw invalidParameter(error.message);
     throw error;
   }
   return {
     paging: readPaging(params, endpoint.limitName),
-    withScore: params.boolean('score', false),
+    withScore: readParam(params, ADVANCED, 'score'),
     fields: requestedFields(params, schema),
     filter,
     scoreRange,
-    dedup: params.boolean('dedup', false) ? { threshold: unitInterval(params, 'dedup_score_threshold', 0) } : null,
+    dedup: readParam(params, ADVANCED, 'dedup')
+      ? { threshold: readParam(params, ADVANCED, 'dedup_score_threshold') }
+      : null,
     facets: readFacets(params, schema),
     groupBy: readGroupBy(params, schema, endpoint.allowGroupBy),
     sortBy: readSortBy(params, schema),
-    qinfo: params.boolean('qinfo', false),
+    qinfo: readParam(params, ADVANCED, 'qinfo'),
   };
 }

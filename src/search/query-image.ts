@@ -1,6 +1,7 @@
 import type { Env } from '../env';
 import { ApiError, invalidParameter } from '../http/envelope';
 import { SEARCH_ERRORS } from '../http/messages';
+import { file, readParam, text } from '../http/param-schema';
 import type { RequestParams } from '../http/params';
 import { hasSupportedDimensions, probeImage, type ImageInfo } from '../images/probe';
 import { DownloadError, downloadImage, downloadOptions } from '../ingest/download';
@@ -8,6 +9,16 @@ import { findQueryImage, insertQueryImage, queryBlobKey } from '../storage/query
 
 /** Spec 4.5: an uploaded query image is at most 10 MB; an image URL is held to the same. */
 export const MAX_QUERY_IMAGE_BYTES = 10 * 1024 * 1024;
+
+/** Spec 4.5: exactly one of them. */
+export const QUERY_IMAGE = {
+  image: file(
+    `The query image file, at most ${MAX_QUERY_IMAGE_BYTES / (1024 * 1024)} MB (formats of spec 2.1, at least 100 ` +
+      'pixels one way, at most 40 MP).',
+  ),
+  im_url: text('A public URL of the query image, downloaded and searched.'),
+  im_id: text('The `im_id` of an earlier `/uploadsearch`: its image is searched again without a download.'),
+};
 
 const tooLarge = (): ApiError => new ApiError(413, 'The image file exceeds the 10MB limit.');
 
@@ -40,10 +51,11 @@ function checkImage(bytes: Uint8Array): ImageInfo {
  * upload. A new image gets a new `im_id`, kept by keepQueryImage; an `im_id` is read back without any download.
  */
 export async function resolveQueryImage(env: Env, appId: string, params: RequestParams): Promise<QueryImage> {
-  const file = params.file('image');
-  const url = params.string('im_url');
-  const imId = params.string('im_id');
-  const given = [file ?? params.string('image'), url, imId].filter((source) => source !== undefined && source !== '');
+  const upload = readParam(params, QUERY_IMAGE, 'image');
+  const url = readParam(params, QUERY_IMAGE, 'im_url');
+  const imId = readParam(params, QUERY_IMAGE, 'im_id');
+  // An image sent as text is no file, but it is a source: with another one it makes two.
+  const given = [upload ?? params.string('image'), url, imId].filter((source) => source !== undefined && source !== '');
   if (given.length !== 1) throw invalidParameter('Exactly one of image, im_url and im_id is required.');
 
   if (imId) {
@@ -56,9 +68,9 @@ export async function resolveQueryImage(env: Env, appId: string, params: Request
 
   let bytes: Uint8Array;
   if (url) bytes = await download(env, url);
-  else if (file) {
-    if (file.size > MAX_QUERY_IMAGE_BYTES) throw tooLarge();
-    bytes = new Uint8Array(await file.arrayBuffer());
+  else if (upload) {
+    if (upload.size > MAX_QUERY_IMAGE_BYTES) throw tooLarge();
+    bytes = new Uint8Array(await upload.arrayBuffer());
   } else throw new ApiError(400, SEARCH_ERRORS.invalidImageOrUrl);
 
   return { imId: newImId(), bytes, info: checkImage(bytes), isNew: true };

@@ -1,4 +1,6 @@
+import { z } from 'zod';
 import { invalidParameter } from '../http/envelope';
+import { readParam } from '../http/param-schema';
 import type { RequestParams } from '../http/params';
 import type { Box } from '../ports/inference/types';
 
@@ -12,10 +14,28 @@ export const MAX_POINTS = 5;
 const BOX = /^(\d{1,6}),(\d{1,6}),(\d{1,6}),(\d{1,6})$/;
 const POINT = /^(\d{1,6}),(\d{1,6})$/;
 
+/** Spec 4.5 and 4.6; readRegion checks them with its own messages, in its own order. */
+export const REGION = {
+  box: z
+    .string()
+    .regex(BOX)
+    .optional()
+    .meta({
+      description:
+        'Searches only this area: `x1,y1,x2,y2` in the original image\'s pixels, (0,0) top-left, no spaces. ' +
+        'A box of zero width and height is a point.',
+    }),
+  point: z
+    .array(z.string().regex(POINT))
+    .max(MAX_POINTS)
+    .default([])
+    .meta({ description: 'The object at `x,y` (pixels, (0,0) top-left) is searched. Repeatable; not with `box`.' }),
+};
+
 /** `box=x1,y1,x2,y2` (no spaces) and `point=x,y` (repeatable); a box of zero width and height is a point. */
 export function readRegion(params: RequestParams, options: { allowPoints: boolean }): Region {
-  const rawBox = params.string('box');
-  const rawPoints = options.allowPoints ? params.strings('point') : [];
+  const rawBox = readParam(params, REGION, 'box');
+  const rawPoints = options.allowPoints ? readParam(params, REGION, 'point') : [];
   if (rawBox !== undefined && rawPoints.length > 0) throw invalidParameter('box and point cannot be used together.');
   if (rawBox !== undefined) {
     const match = BOX.exec(rawBox);

@@ -1,6 +1,8 @@
+import { readParam } from '../http/param-schema';
 import type { RequestParams } from '../http/params';
 import type { SchemaField } from '../storage/apps';
 import type { ImageMetadata } from '../storage/images';
+import { ADVANCED } from './advanced';
 
 /**
  * The metadata fields a search returns in `value_map` (spec 4.8): those named by `fl`, or every fetchable one with
@@ -10,8 +12,8 @@ export const fetchableFields = (schema: SchemaField[]): string[] => schema.filte
 
 export function requestedFields(params: RequestParams, schema: SchemaField[]): string[] | null {
   const fetchable = fetchableFields(schema);
-  if (params.boolean('get_all_fl', false)) return fetchable;
-  const named = params.strings('fl').flatMap((value) => value.split(',')).map((name) => name.trim());
+  if (readParam(params, ADVANCED, 'get_all_fl')) return fetchable;
+  const named = readParam(params, ADVANCED, 'fl').flatMap((value) => value.split(',')).map((name) => name.trim());
   if (named.length === 0) return null;
   return fetchable.filter((name) => named.includes(name));
 }

@@ -1,0 +1,239 @@
+import { z } from 'zod';
+import type { ParamShape } from '../http/param-schema';
+import { INSERT_STATUS, MAX_REMOVE_NAMES, REMOVED_IMAGE, TRANSACTION } from '../ingest/data-params';
+import { INSERT_IMAGE, INSERT_LIMITS } from '../ingest/insert-request';
+import { APP_PATH, createAppBody, schemaBody, settingsBody } from '../routes/admin-bodies';
+import { ADVANCED } from '../search/advanced';
+import { COLOR_QUERY } from '../search/color-query';
+import { DETECTION } from '../search/detection';
+import { PAGING } from '../search/paging';
+import { QUERY_IMAGE } from '../search/query-image';
+import { REGION } from '../search/region';
+import { SIMILAR_QUERY } from '../search/similar-query';
+import * as responses from './responses';
+
+/**
+ * Every endpoint of the Worker, as the OpenAPI document describes it: the parameter shapes are the ones the
+ * endpoints read their parameters through, so the document cannot say other than what they check.
+ */
+export type Operation = {
+  method: 'get' | 'post' | 'put' | 'patch';
+  /** OpenAPI's form: `{trans_id}`, not Hono's `:trans_id`. */
+  path: string;
+  operationId: string;
+  tag: 'Search' | 'Data' | 'Admin' | 'Reference';
+  summary: string;
+  description?: string;
+  /** client: Basic or the app key; backend: Basic only; admin: the admin token. */
+  auth: 'client' | 'backend' | 'admin' | 'none';
+  pathParams?: ParamShape;
+  query?: ParamShape;
+  body?: { media: string[]; schema: z.ZodObject } | { media: string[]; indexed: z.ZodObject };
+  /** The success status and body; JSON unless `media` says otherwise. */
+  success: { status: 200 | 201; schema?: z.ZodType; media?: string; description: string };
+  /** Statuses answered with the endpoint's error envelope. */
+  errors: { style: 'search' | 'data'; statuses: number[] };
+};
+
+const FORMS = ['application/x-www-form-urlencoded', 'multipart/form-data'];
+const MULTIPART = ['multipart/form-data'];
+
+const { page, limit, result_limit } = PAGING;
+const { group_by, group_limit, ...advancedWithoutGroups } = ADVANCED;
+const { detection_limit, ...detection } = DETECTION;
+
+const searchErrors = (...statuses: number[]) => ({
+  style: 'search' as const,
+  statuses: [400, 401, ...statuses, 500, 503],
+});
+const dataErrors = (...statuses: number[]) => ({ style: 'data' as const, statuses: [400, 401, ...statuses, 500] });
+
+export const OPERATIONS: Operation[] = [
+  {
+    method: 'get',
+    path: '/search',
+    operationId: 'search',
+    tag: 'Search',
+    summary: 'Visually similar images to one in the collection',
+    description: 'Spec 4.4. The query image itself is not among the results. `detection` is not read here.',
+    auth: 'client',
+    query: { ...SIMILAR_QUERY, page, limit, ...ADVANCED },
+    success: { status: 200, schema: responses.searchResponse, description: 'Results, best first.' },
+    errors: searchErrors(404),
+  },
+  {
+    method: 'post',
+    path: '/uploadsearch',
+    operationId: 'uploadsearch',
+    tag: 'Search',
+    summary: 'Search by an uploaded image, an image URL or an earlier upload',
+    description:
+      'Spec 4.5. Exactly one of `image`, `im_url` and `im_id`. The primary detected object is searched, or the ' +
+      'object at a zero-size `box`, or the area of a `box`.',
+    auth: 'client',
+    body: {
+      media: MULTIPART,
+      schema: z.object({ ...QUERY_IMAGE, box: REGION.box, ...detection, page, limit, ...ADVANCED }),
+    },
+    success: { status: 200, schema: responses.uploadSearchResponse, description: 'Results for the searched object.' },
+    errors: searchErrors(404, 413),
+  },
+  {
+    method: 'post',
+    path: '/discoversearch',
+    operationId: 'discoversearch',
+    tag: 'Search',
+    summary: 'Every detected object of an image, each with its own results',
+    description: 'Spec 4.6. Exactly one of `image`, `im_url` and `im_id`; not both `box` and `point`; no `group_by`.',
+    auth: 'client',
+    body: {
+      media: MULTIPART,
+      schema: z.object({
+        ...QUERY_IMAGE,
+        ...REGION,
+        ...detection,
+        detection_limit,
+        page,
+        result_limit,
+        ...advancedWithoutGroups,
+      }),
+    },
+    success: { status: 200, schema: responses.discoverSearchResponse, description: 'Objects and their results.' },
+    errors: searchErrors(404, 413),
+  },
+  {
+    method: 'get',
+    path: '/colorsearch',
+    operationId: 'colorsearch',
+    tag: 'Search',
+    summary: 'Search by colour',
+    description: 'Spec 4.7: images whose palette (or a detected object\'s) is nearest the asked colours.',
+    auth: 'client',
+    query: { ...COLOR_QUERY, page, limit, ...ADVANCED },
+    success: { status: 200, schema: responses.colorSearchResponse, description: 'Results, best first.' },
+    errors: searchErrors(404),
+  },
+  {
+    method: 'post',
+    path: '/insert',
+    operationId: 'insert',
+    tag: 'Data',
+    summary: 'Add or update images',
+    description:
+      `Spec 4.1. Each image is sent as \`{key}[i]\` form parameters, \`i\` its 0-based index: at most ` +
+      `${INSERT_LIMITS.maxImages} images of at most ${INSERT_LIMITS.maxKeysPerImage} keys each. Images are processed ` +
+      'asynchronously: follow the transaction with `/insert/status`.',
+    auth: 'backend',
+    body: { media: FORMS, indexed: INSERT_IMAGE },
+    success: { status: 200, schema: responses.insertResponse, description: '`warning` when some images were refused.' },
+    errors: dataErrors(403, 413, 429, 503),
+  },
+  {
+    method: 'get',
+    path: '/insert/status/{trans_id}',
+    operationId: 'insertStatus',
+    tag: 'Data',
+    summary: 'Progress and errors of an insert transaction',
+    description: 'Spec 4.2. There are ceil(fail_count / error_limit) pages of errors.',
+    auth: 'backend',
+    pathParams: TRANSACTION,
+    query: INSERT_STATUS,
+    success: { status: 200, schema: responses.insertStatusResponse, description: 'The transaction.' },
+    errors: dataErrors(404),
+  },
+  {
+    method: 'post',
+    path: '/remove',
+    operationId: 'remove',
+    tag: 'Data',
+    summary: 'Remove images',
+    description:
+      `Spec 4.3. Names are sent as \`im_name[i]\`, at most ${MAX_REMOVE_NAMES} per call; ` +
+      'search stops finding them at once.',
+    auth: 'backend',
+    body: { media: FORMS, indexed: REMOVED_IMAGE },
+    success: { status: 200, schema: responses.removeResponse, description: '`warning` when a name was not found.' },
+    errors: dataErrors(404, 413),
+  },
+  {
+    method: 'get',
+    path: '/image',
+    operationId: 'image',
+    tag: 'Search',
+    summary: 'The stored bytes of a collection image',
+    description: 'The web console\'s thumbnails; not in the spec.',
+    auth: 'client',
+    query: SIMILAR_QUERY,
+    success: { status: 200, media: 'image/*', description: 'The image as it was downloaded at insert.' },
+    errors: searchErrors(404),
+  },
+  {
+    method: 'post',
+    path: '/admin/apps',
+    operationId: 'createApp',
+    tag: 'Admin',
+    summary: 'Create an application',
+    auth: 'admin',
+    body: { media: ['application/json'], schema: createAppBody },
+    success: { status: 201, schema: responses.createdAppResponse, description: 'The new application and its keys.' },
+    errors: dataErrors(),
+  },
+  {
+    method: 'get',
+    path: '/admin/apps/{app_id}',
+    operationId: 'getApp',
+    tag: 'Admin',
+    summary: 'An application, its settings and schema (no secrets)',
+    auth: 'admin',
+    pathParams: APP_PATH,
+    success: { status: 200, schema: responses.appResponse, description: 'The application.' },
+    errors: dataErrors(404),
+  },
+  {
+    method: 'patch',
+    path: '/admin/apps/{app_id}',
+    operationId: 'updateApp',
+    tag: 'Admin',
+    summary: 'Operator settings of an application',
+    description:
+      '`image_limit` (collection size) and `pending_limit` (images waiting to be processed), null lifting one; ' +
+      '`text_default_operator` between adjacent words of a text `fq`.',
+    auth: 'admin',
+    pathParams: APP_PATH,
+    body: { media: ['application/json'], schema: settingsBody },
+    success: { status: 200, schema: responses.appSettingsResponse, description: 'The application.' },
+    errors: dataErrors(404),
+  },
+  {
+    method: 'put',
+    path: '/admin/apps/{app_id}/schema',
+    operationId: 'replaceSchema',
+    tag: 'Admin',
+    summary: 'Replace the metadata schema of an application',
+    auth: 'admin',
+    pathParams: APP_PATH,
+    body: { media: ['application/json'], schema: schemaBody },
+    success: { status: 200, schema: responses.appSchemaResponse, description: 'The new schema.' },
+    errors: dataErrors(404),
+  },
+  {
+    method: 'get',
+    path: '/openapi.json',
+    operationId: 'openapi',
+    tag: 'Reference',
+    summary: 'This document',
+    auth: 'none',
+    success: { status: 200, description: 'OpenAPI 3.1.' },
+    errors: { style: 'data', statuses: [] },
+  },
+  {
+    method: 'get',
+    path: '/docs',
+    operationId: 'docs',
+    tag: 'Reference',
+    summary: 'This document as a reference page',
+    auth: 'none',
+    success: { status: 200, media: 'text/html', description: 'HTML.' },
+    errors: { style: 'data', statuses: [] },
+  },
+];

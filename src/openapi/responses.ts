@@ -1,0 +1,164 @@
+import { z } from 'zod';
+import { DATA_ERRORS, GENERAL, SEARCH_ERRORS } from '../http/messages';
+import { FIELD_TYPES } from '../storage/apps';
+
+/**
+ * The response bodies, as zod schemas for the OpenAPI document. Nothing validates responses at run time: the
+ * OpenAPI test parses real responses with these schemas, so they cannot drift from what the endpoints answer.
+ */
+
+const status = z.enum(['OK', 'warning', 'fail']).meta({ description: '`warning`: partial success (DESIGN.md).' });
+const reqid = z.string().meta({ description: 'Unique id of the call, also in the `X-Log-ID` header.' });
+
+const searchErrors = z.array(z.string()).meta({
+  description: 'Empty on success; otherwise messages such as those of spec 7.1 and 7.3, to the letter.',
+  examples: [[...Object.values(GENERAL), ...Object.values(SEARCH_ERRORS)].slice(0, 3)],
+});
+
+const dataErrorEntry = z.object({
+  index: z.int().optional().meta({ description: 'The image index `i` of an entry about one image.' }),
+  im_name: z.string().optional(),
+  error_code: z.int().meta({
+    description: `Spec 7.2 (${Object.values(DATA_ERRORS)
+      .map((error) => error.code)
+      .join(', ')}, 106, 109); the HTTP status for the general messages of spec 7.1.`,
+  }),
+  error_message: z.string(),
+});
+const dataErrors = z.array(dataErrorEntry).meta({ description: 'Empty on success.' });
+
+/** What every failed call answers, in its endpoint's error style (DESIGN.md). */
+export const searchFailure = z.object({ status: z.literal('fail'), method: z.string(), error: searchErrors, reqid });
+export const dataFailure = z.object({ status: z.literal('fail'), method: z.string(), error: dataErrors });
+
+const resultItem = z.object({
+  im_name: z.string(),
+  score: z.number().min(0).max(1).optional().meta({ description: 'With `score=true`.' }),
+  value_map: z.record(z.string(), z.string()).optional().meta({ description: 'With `fl` or `get_all_fl=true`.' }),
+});
+
+const facet = z.union([
+  z.object({ key: z.string(), items: z.array(z.object({ value: z.string(), count: z.int().optional() })) }),
+  z.object({ key: z.string(), range: z.object({ min: z.number(), max: z.number() }).nullable() }),
+]);
+
+/** `total`, then `result` or the grouped results (with `group_by`), and `facets` (with `facets`). */
+const searchPage = {
+  total: z.int().meta({ description: 'Results in all pages, at most 1000.' }),
+  result: z.array(resultItem).optional().meta({ description: 'Without `group_by`.' }),
+  group_by_key: z.string().optional(),
+  group_limit: z.int().optional(),
+  group_results: z
+    .array(z.object({ group_by_value: z.string(), result: z.array(resultItem) }))
+    .optional()
+    .meta({ description: 'With `group_by`.' }),
+  facets: z.array(facet).optional(),
+};
+
+const qinfo = z.record(z.string(), z.unknown()).optional().meta({ description: 'With `qinfo=true`: the query.' });
+
+const detectedObject = {
+  type: z.string(),
+  attributes: z.record(z.string(), z.unknown()),
+  score: z.number().meta({ description: 'Detection confidence.' }),
+  box: z.array(z.int()).length(4).meta({ description: '`[x1, y1, x2, y2]` in the original image\'s pixels.' }),
+};
+const typeList = z.array(z.object({ type: z.string(), attributes_list: z.record(z.string(), z.array(z.string())) }));
+
+const searchEnvelope = (method: string) => ({ status, method: z.literal(method), error: searchErrors });
+
+export const searchResponse = z.object({
+  ...searchEnvelope('search'),
+  page: z.int(),
+  limit: z.int(),
+  ...searchPage,
+  qinfo,
+  reqid,
+});
+
+export const colorSearchResponse = searchResponse.extend(searchEnvelope('colorsearch'));
+
+export const uploadSearchResponse = z.object({
+  ...searchEnvelope('uploadsearch'),
+  page: z.int(),
+  limit: z.int(),
+  product_types: z.array(z.object(detectedObject)).meta({ description: 'The detected object searched, if any.' }),
+  product_types_list: typeList.meta({ description: 'Every type the detector can report.' }),
+  ...searchPage,
+  im_id: z.string().meta({ description: 'Sends this image again as `im_id`, without a new upload.' }),
+  qinfo,
+  reqid,
+});
+
+export const discoverSearchResponse = z.object({
+  ...searchEnvelope('discoversearch'),
+  result_limit: z.int(),
+  detection_limit: z.int(),
+  page: z.int(),
+  objects: z.array(z.object({ ...detectedObject, ...searchPage })).meta({ description: 'Objects and their results.' }),
+  object_types_list: typeList,
+  im_id: z.string(),
+  qinfo,
+  reqid,
+});
+
+const dataEnvelope = (method: string) => ({ status, method: z.literal(method) });
+
+export const insertResponse = z.object({
+  ...dataEnvelope('insert'),
+  trans_id: z.int().optional().meta({ description: 'Follow it with `/insert/status/{trans_id}`.' }),
+  total: z.int().meta({ description: 'Images accepted.' }),
+  result: z.array(z.unknown()),
+  error: dataErrors.meta({ description: 'One entry per refused image.' }),
+});
+
+export const insertStatusResponse = z.object({
+  ...dataEnvelope('insert/status'),
+  result: z.array(
+    z.object({
+      trans_id: z.int(),
+      processed_percent: z.int().min(0).max(100),
+      success_count: z.int(),
+      fail_count: z.int(),
+      total: z.int(),
+      error_list: z.array(z.object({ im_name: z.string(), error_code: z.int(), error_message: z.string() })),
+      error_page: z.int(),
+      error_limit: z.int(),
+      start_time: z.string().meta({ examples: ['2015-01-02T03:04:05.678+0000'] }),
+      update_time: z.string(),
+    }),
+  ),
+  error: dataErrors,
+});
+
+export const removeResponse = z.object({
+  ...dataEnvelope('remove'),
+  total: z.int().meta({ description: 'Images removed.' }),
+  result: z.array(z.unknown()),
+  error: dataErrors.meta({ description: 'One entry per name not found.' }),
+});
+
+const adminApp = {
+  app_id: z.string(),
+  name: z.string(),
+  access_key: z.string(),
+  created_at: z.string(),
+  image_limit: z.int().nullable(),
+  pending_limit: z.int().nullable(),
+  text_default_operator: z.enum(['AND', 'OR']),
+};
+const schemaFields = z.object({
+  fields: z.array(z.object({ name: z.string(), type: z.enum(FIELD_TYPES), searchable: z.boolean() })),
+});
+
+export const createdAppResponse = z.object({
+  status: z.literal('OK'),
+  app_id: z.string(),
+  name: z.string(),
+  access_key: z.string(),
+  secret_key: z.string().meta({ description: 'Shown only here: it is stored hashed.' }),
+  app_key: z.string().meta({ description: 'For browser and mobile clients: shown only here.' }),
+});
+export const appResponse = z.object({ status: z.literal('OK'), ...adminApp, schema: schemaFields });
+export const appSettingsResponse = z.object({ status: z.literal('OK'), ...adminApp });
+export const appSchemaResponse = z.object({ status: z.literal('OK'), app_id: z.string(), schema: schemaFields });

@@ -1,0 +1,33 @@
+import { z } from 'zod';
+import { FIELD_TYPES } from '../storage/apps';
+
+// The admin API's path parameter and JSON bodies (DESIGN.md): its routes check them, /openapi.json shows them.
+
+/** Field names as `/insert` parameters can carry them: no brackets, and not the two reserved keys. */
+const FIELD_NAME = /^[A-Za-z0-9_\-.:]{1,64}$/;
+
+export const APP_PATH = { app_id: z.string().meta({ description: 'The `app_id` that `POST /admin/apps` answered.' }) };
+
+export const createAppBody = z.object({ name: z.string().trim().min(1).max(200) });
+export const schemaBody = z.object({
+  fields: z
+    .array(
+      z.object({
+        name: z
+          .string()
+          .regex(FIELD_NAME, 'field names use a-z, A-Z, 0-9, -, _, ., : (at most 64)')
+          .refine((name) => name !== 'im_name' && name !== 'im_url', 'im_name and im_url are not metadata fields'),
+        type: z.enum(FIELD_TYPES),
+        searchable: z.boolean().default(false),
+      }),
+    )
+    .max(30)
+    .refine((fields) => new Set(fields.map((field) => field.name)).size === fields.length, 'field names must be unique'),
+});
+
+const limit = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable().optional();
+export const settingsBody = z.object({
+  image_limit: limit,
+  pending_limit: limit,
+  text_default_operator: z.enum(['AND', 'OR']).optional(),
+});
