@@ -14,7 +14,7 @@ export const app = new Hono<AppEnv>();
 
 app.use('*', requestId, requestLog);
 // The endpoints that admit an app key (authenticate({ allowAppKey: true })) are the ones browsers call.
-for (const path of ['/search', '/uploadsearch', '/discoversearch', '/colorsearch', '/image']) app.use(path, browserCors);
+for (const path of ['/search', '/recommendation', '/uploadsearch', '/discoversearch', '/colorsearch', '/image']) app.use(path, browserCors);
 app.onError(onError);
 app.notFound(notFound);
 

@@ -2,7 +2,7 @@ import type { LocalVectorIndex } from './ports/vector-index/local';
 import type { InsertMessage } from './ingest/message';
 import type { AppRecord } from './storage/apps';
 import type { RequestParams } from './http/params';
-import type { ErrorStyle } from './http/envelope';
+import type { FailureFields } from './http/middleware';
 
 /** Every binding and variable of the Worker, as wrangler.toml declares them. */
 export interface Env {
@@ -47,7 +47,12 @@ export interface Variables {
   reqid: string;
   /** The spec's `method` field of this endpoint's envelope. */
   method: string;
-  errorStyle: ErrorStyle;
+  /** What this endpoint's failed answers carry besides status, method and error. */
+  failureFields: FailureFields | undefined;
+  /** Whether failures are answered with their HTTP status rather than 200 (admin API, console image). */
+  httpStatuses: boolean;
+  /** The failure's message, for the request log. */
+  failure: string;
   params: RequestParams;
   app: AppRecord;
 }

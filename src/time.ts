@@ -1,2 +1,2 @@
-/** Timestamps as DESIGN.md fixes them: `2015-01-02T03:04:05.678+0000`. */
+/** Timestamps as docs/decisions.md fixes them: `2015-01-02T03:04:05.678+0000`. */
 export const formatTimestamp = (date: Date = new Date()): string => date.toISOString().replace('Z', '+0000');

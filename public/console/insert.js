@@ -33,7 +33,7 @@ export class InsertPage {
     this.#parts.rows.append(row);
   }
 
-  /** The data endpoints refuse an app key (DESIGN.md): say so before anyone tries. */
+  /** The data endpoints refuse an app key (docs/decisions.md): say so before anyone tries. */
   authChanged() {
     const refused = this.#getAuth().kind !== 'basic';
     this.#parts.refused.hidden = !refused;

@@ -25,7 +25,7 @@ const base64 = (text) => btoa(Array.from(new TextEncoder().encode(text), (byte) 
 
 /**
  * How calls authenticate: the key pair as HTTP Basic (search and insert), else the app key alone, sent as the
- * `access_key` parameter (search only, DESIGN.md).
+ * `access_key` parameter (search only, docs/decisions.md).
  */
 export function authOf(keys) {
   if (keys.accessKey && keys.secretKey) {

@@ -101,7 +101,7 @@ export class ResultsView {
     }
   }
 
-  /** DESIGN.md: `{key, items: [{value, count}]}` for strings (a value filters on it), `{key, range}` for numbers. */
+  /** docs/decisions.md: `{key, items: [{value, count}]}` for strings (a value filters on it), `{key, range}` for numbers. */
   #facet(facet) {
     const section = element('section', 'facet');
     section.append(element('h3', '', facet.key));

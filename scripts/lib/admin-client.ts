@@ -1,4 +1,4 @@
-/** A client of the admin API (DESIGN.md), shared by `npm start` and `npm run admin`. */
+/** A client of the admin API (docs/decisions.md), shared by `npm start` and `npm run admin`. */
 
 export type AdminConfig = { baseUrl: string; token: string };
 export type Field = { name: string; type: 'string' | 'int' | 'float' | 'text'; searchable: boolean };

@@ -5,7 +5,7 @@ import { GENERAL } from '../http/messages';
 import { findAppByAccessKey, findAppByAppKey } from '../storage/apps';
 import { digestsEqual, hashKey } from './keys';
 
-/** The parameter (query or form) that carries the app key of browser and mobile clients (DESIGN.md). */
+/** The parameter (query or form) that carries the app key of browser and mobile clients (docs/decisions.md). */
 export const APP_KEY_PARAMETER = 'access_key';
 
 const invalidKeys = (): ApiError => new ApiError(401, GENERAL.invalidKeys);
@@ -26,7 +26,7 @@ function parseBasic(header: string): { accessKey: string; secretKey: string } | 
 }
 
 /**
- * Resolves the calling application (spec 5, DESIGN.md). Backends send HTTP Basic with the access and secret keys;
+ * Resolves the calling application (spec 5, docs/decisions.md). Backends send HTTP Basic with the access and secret keys;
  * browser and mobile clients send only the app key as `access_key`, which `allowAppKey` admits (search endpoints).
  * Runs after the params middleware, since `access_key` may come in a form body.
  */

@@ -2,13 +2,14 @@ import type { DataError } from './messages';
 
 export type Status = 'OK' | 'warning' | 'fail';
 
+/**
+ * The HTTP status a failure would have. The API endpoints answer every envelope with 200 (docs/decisions.md: the
+ * official clients read only 200 answers); the admin API and the console's image endpoint, which no official client
+ * calls, answer these.
+ */
 type HttpErrorStatus = 400 | 401 | 403 | 404 | 413 | 429 | 500 | 503;
 
-/**
- * Data endpoints report objects with a numeric code; search endpoints report the spec's message strings
- * (DESIGN.md). General messages have no code in the spec: data endpoints give them the HTTP status as code.
- */
-export type ErrorStyle = 'data' | 'search';
+/** Numbered data errors (spec 7.2) are objects; every other message (7.1, 7.3, parameters) is a plain string. */
 export type DataErrorEntry = { index?: number; im_name?: string; error_code: number; error_message: string };
 export type ErrorEntry = DataErrorEntry | string;
 
@@ -19,12 +20,16 @@ export const dataErrorEntry = (error: DataError, item?: { index: number; im_name
   error_message: error.message,
 });
 
+/** Seconds a busy answer asks the client to wait before trying again (`Retry-After`). */
+export const BUSY_RETRY_AFTER_SECONDS = 5;
+
 /**
  * A request that cannot be answered with `OK`. Thrown anywhere below a route and turned into the spec's envelope
- * (with the route's `method` and error style) by the app's error handler.
+ * (with the route's `method`) by the app's error handler.
  */
 export class ApiError extends Error {
   readonly httpStatus: HttpErrorStatus;
+  /** The spec 7.2 code of a numbered data error. */
   readonly code: number | undefined;
 
   constructor(httpStatus: HttpErrorStatus, message: string, code?: number) {
@@ -37,8 +42,13 @@ export class ApiError extends Error {
     return new ApiError(httpStatus, error.message, error.code);
   }
 
-  entry(style: ErrorStyle): ErrorEntry {
-    return style === 'search' ? this.message : { error_code: this.code ?? this.httpStatus, error_message: this.message };
+  /** Busy answers (pending limit, queue, inference) tell the client when to come back. */
+  get retryAfterSeconds(): number | undefined {
+    return this.httpStatus === 429 || this.httpStatus === 503 ? BUSY_RETRY_AFTER_SECONDS : undefined;
+  }
+
+  entry(): ErrorEntry {
+    return this.code === undefined ? this.message : { error_code: this.code, error_message: this.message };
   }
 }
 

@@ -1,23 +1,24 @@
 import { createMiddleware } from 'hono/factory';
-import type { ErrorHandler, NotFoundHandler } from 'hono';
+import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
 import type { AppEnv } from '../env';
-import { ApiError, type ErrorStyle } from './envelope';
+import { ApiError, type ErrorEntry } from './envelope';
 import { GENERAL } from './messages';
-import { RequestParams } from './params';
+import { MAX_BODY_BYTES, RequestParams } from './params';
 
-/** A unique id per call: `reqid` in search bodies and the `X-Log-ID` header everywhere (DESIGN.md). */
+/** A unique id per call: `reqid` in search bodies and the `X-Log-ID` header everywhere (docs/decisions.md). */
 export const requestId = createMiddleware<AppEnv>(async (c, next) => {
   const reqid = crypto.randomUUID().replaceAll('-', '');
   c.set('reqid', reqid);
   c.set('method', '');
-  c.set('errorStyle', 'data');
+  c.set('failureFields', undefined);
+  c.set('httpStatuses', true);
   c.header('X-Log-ID', reqid);
   await next();
 });
 
 /**
- * One JSON line per call: request id, application, endpoint, status and time taken. The path is logged without its
- * query string, which may carry an app key.
+ * One JSON line per call: request id, application, endpoint, HTTP status, the envelope's failure if any, and time
+ * taken. The path is logged without its query string, which may carry an app key.
  */
 export const requestLog = createMiddleware<AppEnv>(async (c, next) => {
   const started = Date.now();
@@ -29,41 +30,68 @@ export const requestLog = createMiddleware<AppEnv>(async (c, next) => {
     endpoint: c.var.method || null,
     http: `${c.req.method} ${c.req.path}`,
     status: c.res.status,
+    ...(c.var.failure === undefined ? {} : { fail: c.var.failure }),
     ms: Date.now() - started,
   };
   console.log(JSON.stringify(line));
 });
 
-/**
- * Names the endpoint for its envelope and reads its parameters from query and body alike, refusing a body over
- * `maxBodyBytes` (MAX_BODY_BYTES unless the endpoint needs more).
- */
-export const endpoint = (method: string, errorStyle: ErrorStyle, options: { maxBodyBytes?: number } = {}) =>
+/** What a failed answer carries besides status, method and error: the endpoint's answer with nothing in it. */
+export type FailureFields = (params: RequestParams | undefined, reqid: string) => Record<string, unknown>;
+
+export type EndpointOptions = {
+  /** MAX_BODY_BYTES unless the endpoint needs more. */
+  maxBodyBytes?: number;
+  failureFields?: FailureFields;
+  /**
+   * Failures answered with their HTTP status (the admin API, the console's image bytes); the API endpoints answer
+   * every envelope with 200, as the official clients expect (docs/decisions.md).
+   */
+  httpStatuses?: boolean;
+};
+
+/** Names the endpoint for its envelope and reads its parameters from query and body alike. */
+export const endpoint = (method: string, options: EndpointOptions = {}) =>
   createMiddleware<AppEnv>(async (c, next) => {
     c.set('method', method);
-    c.set('errorStyle', errorStyle);
-    c.set('params', await RequestParams.from(c.req.raw, options.maxBodyBytes));
+    c.set('failureFields', options.failureFields);
+    c.set('httpStatuses', options.httpStatuses ?? false);
+    c.set('params', await RequestParams.from(c.req.raw, options.maxBodyBytes ?? MAX_BODY_BYTES));
     await next();
   });
 
+/**
+ * A failed answer a route builds itself, because it carries more than one error (an insert or remove whose every
+ * image was refused): logged like a thrown failure, with its first message.
+ */
+export function failedWith(c: Context<AppEnv>, body: { status: 'fail'; error: ErrorEntry[] } & Record<string, unknown>): Response {
+  const [first] = body.error;
+  c.set('failure', typeof first === 'string' ? first : (first?.error_message ?? ''));
+  return c.json(body);
+}
+
 /** Every failure leaves in the spec's envelope; anything unexpected is logged and reported as a system error. */
 export const onError: ErrorHandler<AppEnv> = (error, c) => {
-  const apiError =
-    error instanceof ApiError ? error : new ApiError(500, GENERAL.systemError);
+  const apiError = error instanceof ApiError ? error : new ApiError(500, GENERAL.systemError);
   if (!(error instanceof ApiError)) {
     console.error(JSON.stringify({ event: 'unhandled_error', reqid: c.var.reqid, error: String(error), stack: error.stack }));
   }
-  const style = c.var.errorStyle ?? 'data';
+  c.set('failure', apiError.message);
+  const retryAfter = apiError.retryAfterSeconds;
+  if (retryAfter !== undefined) c.header('Retry-After', String(retryAfter));
+  // The parameters may be what failed to read; the failure's fields then take their defaults.
+  const params = c.get('params') as RequestParams | undefined;
   return c.json(
     {
       status: 'fail',
-      method: c.var.method ?? '',
-      error: [apiError.entry(style)],
-      ...(style === 'search' ? { reqid: c.var.reqid } : {}),
+      method: c.var.method,
+      error: [apiError.entry()],
+      ...c.var.failureFields?.(params, c.var.reqid),
     },
-    apiError.httpStatus,
+    c.var.httpStatuses ? apiError.httpStatus : 200,
   );
 };
 
+/** A path no endpoint has: no client of the API calls it, so it is answered as HTTP says. */
 export const notFound: NotFoundHandler<AppEnv> = (c) =>
-  c.json({ status: 'fail', method: '', error: [{ error_code: 404, error_message: 'No such endpoint.' }] }, 404);
+  c.json({ status: 'fail', method: '', error: ['No such endpoint.'] }, 404);

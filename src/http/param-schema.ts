@@ -17,7 +17,7 @@ export const integer = (bounds: Bounds, description: string) =>
 export const decimal = (bounds: Bounds, description: string) =>
   z.number().min(bounds.min).max(bounds.max).default(bounds.default).meta({ description });
 
-/** Accepts true/false, True/False and 1/0 (DESIGN.md). */
+/** Accepts true/false, True/False and 1/0 (docs/decisions.md). */
 export const flag = (description: string) => z.boolean().default(false).meta({ description });
 
 export const choice = <const T extends readonly [string, ...string[]]>(

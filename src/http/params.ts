@@ -38,7 +38,7 @@ async function readCapped(body: ReadableStream<Uint8Array>, maxBytes: number): P
 
 /**
  * A request's parameters, read from the query string and from an urlencoded or multipart body alike, merged,
- * repeated keys kept in order (DESIGN.md). Typed values are read through their schemas (readParam, param-schema.ts).
+ * repeated keys kept in order (docs/decisions.md). Typed values are read through their schemas (readParam, param-schema.ts).
  */
 export class RequestParams {
   readonly #values: Map<string, ParamValue[]>;

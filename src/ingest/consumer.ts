@@ -4,10 +4,10 @@ import { hasSupportedDimensions, probeImage } from '../images/probe';
 import { inference } from '../ports/inference';
 import { UndecodableImageError, type Prediction } from '../ports/inference/types';
 import { imageBlobKey, putImageBlob } from '../storage/blobs';
-import { upsertImage } from '../storage/images';
+import { mergeImageMetadata, upsertImage } from '../storage/images';
 import { getPendingItem, settleItem, type PendingItem } from '../storage/transactions';
 import { getSchema } from '../storage/apps';
-import { vectorMetadata, writeImageVectors } from '../storage/vectors';
+import { replaceVectorMetadata, vectorMetadata, writeImageVectors } from '../storage/vectors';
 import { DownloadError, downloadImage, downloadOptions } from './download';
 import type { InsertMessage } from './message';
 
@@ -24,7 +24,7 @@ class ItemRejected extends Error {
 }
 
 /** Download, check, store, embed, detect, measure colours and index one image; the item is marked done only once it is searchable. */
-async function ingest(env: Env, item: PendingItem): Promise<void> {
+async function ingest(env: Env, item: PendingItem & { imUrl: string }): Promise<void> {
   let bytes: Uint8Array;
   try {
     bytes = await downloadImage(item.imUrl, downloadOptions(env, MAX_IMAGE_BYTES));
@@ -64,6 +64,15 @@ async function ingest(env: Env, item: PendingItem): Promise<void> {
   await settleItem(env.DB, item.transId, item.index, { state: 'done' });
 }
 
+/** A metadata-only update: D1 and the vectors' metadata change; the image, its embedding and colours stay. */
+async function updateMetadata(env: Env, item: PendingItem): Promise<void> {
+  const image = await mergeImageMetadata(env.DB, item.appId, item.imName, item.metadata);
+  // Removed since the insert was accepted: there is nothing left to update.
+  if (!image) throw new ItemRejected(DATA_ERRORS.imageNotFound);
+  await replaceVectorMetadata(env, image, vectorMetadata(image.metadata, await getSchema(env.DB, item.appId)));
+  await settleItem(env.DB, item.transId, item.index, { state: 'done' });
+}
+
 async function handle(env: Env, message: Message<InsertMessage>): Promise<void> {
   const { transId, index } = message.body;
   const item = await getPendingItem(env.DB, transId, index);
@@ -72,7 +81,8 @@ async function handle(env: Env, message: Message<InsertMessage>): Promise<void> 
     return;
   }
   try {
-    await ingest(env, item);
+    if (item.imUrl === null) await updateMetadata(env, item);
+    else await ingest(env, { ...item, imUrl: item.imUrl });
     message.ack();
   } catch (error) {
     if (error instanceof ItemRejected) {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { integer } from '../http/param-schema';
 
-/** trans_ids are integers below 2^53 (DESIGN.md). */
+/** trans_ids are integers below 2^53 (docs/decisions.md). */
 export const TRANSACTION = {
   trans_id: z.int().min(0).meta({ description: 'The `trans_id` an `/insert` answered.' }),
 };

@@ -27,7 +27,15 @@ export const INSERT_IMAGE = z
       .max(INSERT_LIMITS.maxNameLength)
       .regex(IM_NAME)
       .meta({ description: 'Unique in the collection: a-z, A-Z, 0-9, `-`, `_`, `.`, `:`. A known name is updated.' }),
-    im_url: z.string().min(1).meta({ description: 'Public URL the image is downloaded from.' }),
+    im_url: z
+      .string()
+      .min(1)
+      .optional()
+      .meta({
+        description:
+          'Public URL the image is downloaded from. Without it, an image already in the collection has only its given ' +
+          'metadata fields changed (no download, no new embedding); an unknown name is refused with 108.',
+      }),
   })
   .catchall(
     z
@@ -63,7 +71,6 @@ function validateImage(fields: Map<string, string>, schema: Map<string, SchemaFi
   if (imName === undefined || imName === '') return DATA_ERRORS.invalidImName;
   if (imName.length > INSERT_LIMITS.maxNameLength) return lengthExceeded('im_name');
   if (!IM_NAME.test(imName)) return DATA_ERRORS.invalidImName;
-  if (!fields.get('im_url')) return DATA_ERRORS.missingImUrl;
   for (const [name, value] of fields) {
     if (value.length > INSERT_LIMITS.maxValueLength) return lengthExceeded(name);
     const type = schema.get(name)?.type;
@@ -97,7 +104,25 @@ export function parseInsert(params: RequestParams, schema: SchemaField[]): Parse
       rejected.push(dataErrorEntry(error, { index, im_name: fields.get('im_name') }));
       continue;
     }
-    accepted.push({ index, imName: fields.get('im_name')!, imUrl: fields.get('im_url')!, metadata: typedMetadata(fields, fieldsByName) });
+    accepted.push({ index, imName: fields.get('im_name')!, imUrl: fields.get('im_url') || null, metadata: typedMetadata(fields, fieldsByName) });
   }
   return { kind: 'images', accepted, rejected };
+}
+
+/**
+ * Settles the metadata-only updates of a parsed insert: those of images in the collection (`known`) stay accepted,
+ * the others are refused with 108, as an image without `im_url` cannot be new. Errors stay in index order.
+ */
+export function resolveMetadataUpdates(
+  parsed: { accepted: InsertItem[]; rejected: DataErrorEntry[] },
+  known: ReadonlySet<string>,
+): { accepted: InsertItem[]; rejected: DataErrorEntry[] } {
+  const unknown = parsed.accepted.filter((item) => item.imUrl === null && !known.has(item.imName));
+  if (unknown.length === 0) return parsed;
+  return {
+    accepted: parsed.accepted.filter((item) => !unknown.includes(item)),
+    rejected: [...parsed.rejected, ...unknown.map((item) => dataErrorEntry(DATA_ERRORS.missingImUrl, { index: item.index, im_name: item.imName }))].sort(
+      (a, b) => (a.index ?? 0) - (b.index ?? 0),
+    ),
+  };
 }

@@ -33,18 +33,20 @@ const SECURITY: Record<Operation['auth'], Record<string, string[]>[]> = {
   none: [],
 };
 
+/** The HTTP statuses of the admin API and the console's image endpoint. */
 const ERROR_STATUSES: Record<number, string> = {
   400: 'A missing, malformed or out-of-range parameter; the message says which.',
-  401: `Bad or missing credentials: "${GENERAL.invalidKeys}" or "${GENERAL.unauthorized}"`,
-  403: `"${GENERAL.collectionFull}"`,
-  404: 'An unknown im_name, im_id, trans_id or app, or an empty collection.',
-  413: 'A body or query image over its size limit.',
-  429: `"${GENERAL.busy}": too many images are waiting to be processed.`,
+  401: `Bad or missing credentials: "${GENERAL.unauthorized}"`,
+  404: 'An unknown im_name or app.',
   500: `"${GENERAL.systemError}"`,
-  503: `"${GENERAL.busy}"`,
 };
 
-const FAILURES = { search: responses.searchFailure, data: responses.dataFailure };
+/** What an API endpoint's 200 may carry instead of its result (docs/decisions.md). */
+const FAILURE_DESCRIPTION =
+  'Or, with `status: fail` and still HTTP 200, a failure: bad credentials ' +
+  `("${GENERAL.invalidKeys}", "${GENERAL.unauthorized}"), a bad parameter, an unknown name, id or transaction, an ` +
+  `image or body over its size limit, a full collection ("${GENERAL.collectionFull}"), "${GENERAL.busy}" (with ` +
+  `\`Retry-After\`) or "${GENERAL.systemError}".`;
 
 function parameters(shape: ParamShape | undefined, location: 'path' | 'query'): JsonSchema[] {
   return Object.entries(shape ?? {}).map(([name, schema]) => {
@@ -85,18 +87,21 @@ function requestBody(body: NonNullable<Operation['body']>): JsonSchema {
 const logId = { 'X-Log-ID': { $ref: '#/components/headers/X-Log-ID' } };
 
 function operationResponses(operation: Operation): JsonSchema {
-  const { success, errors } = operation;
+  const { success, failure } = operation;
+  if ('envelope' in failure && success.schema) {
+    const schema = { oneOf: [ref(success.schema), ref(failure.envelope)] };
+    const description = `${success.description} ${FAILURE_DESCRIPTION}`;
+    return { [success.status]: { description, headers: logId, content: { 'application/json': { schema } } } };
+  }
   const content = success.schema
     ? { 'application/json': { schema: ref(success.schema) } }
     : { [success.media ?? 'application/json']: {} };
-  const failure = { 'application/json': { schema: ref(FAILURES[errors.style]) } };
+  const statuses = 'statuses' in failure ? failure.statuses : [];
+  const failed = { 'application/json': { schema: ref(responses.httpFailure) } };
   return {
     [success.status]: { description: success.description, headers: logId, content },
     ...Object.fromEntries(
-      errors.statuses.map((status) => [
-        status,
-        { description: ERROR_STATUSES[status], headers: logId, content: failure },
-      ]),
+      statuses.map((status) => [status, { description: ERROR_STATUSES[status], headers: logId, content: failed }]),
     ),
   };
 }
@@ -118,10 +123,18 @@ function pathItem(operation: Operation): JsonSchema {
 const DESCRIPTION = [
   'Indexes images with metadata and searches them by an image of the collection, an uploaded image or URL, ' +
     'detected objects, or colour.',
-  'Parameters are read from the query string, an urlencoded body and a multipart body alike, merged; repeatable ' +
-    'ones may repeat. Booleans accept `true`/`false`, `True`/`False` and `1`/`0`. Every response is JSON with ' +
-    '`status` (`OK`, `warning`, `fail`), `method` and `error`; search endpoints report errors as message strings ' +
-    'and carry `reqid`, data endpoints report objects with `error_code`.',
+  'Parameters are read from the query string, an urlencoded body and a multipart body alike, merged (a multipart ' +
+    'body may hold only the file, with every other parameter in the query string); repeatable ones may repeat. ' +
+    'Booleans accept `true`/`false`, `True`/`False` and `1`/`0`.',
+  '**Status policy.** Every answer of the API is HTTP 200 with JSON `status` (`OK`, `warning`, `fail`), `method` and ' +
+    '`error`, failures included, as the original service answers and its official SDKs expect; busy answers carry ' +
+    '`Retry-After`. Numbered data errors (spec 7.2) are objects with `error_code`, every other message a plain ' +
+    'string. Search answers carry `reqid`, which every answer also sends as `X-Log-ID`. Only the admin API, the ' +
+    "console's `/image` and unknown paths answer with other HTTP statuses.",
+  '**Forms of the official SDKs** beyond the spec\'s letter: `GET /recommendation` (the same as `/search`), ' +
+    '`GET /uploadsearch` and `GET /discoversearch` with `im_url` or `im_id`, urlencoded POSTs of both upload searches ' +
+    'when no file is sent, and `/insert` without `im_url` for an image already in the collection (a metadata-only ' +
+    'update).',
 ].join('\n\n');
 
 function build(): JsonSchema {
@@ -134,7 +147,7 @@ function build(): JsonSchema {
     tags: [
       { name: 'Search', description: 'Search endpoints: Basic auth, or the app key for browser and mobile clients.' },
       { name: 'Data', description: 'Data endpoints: Basic auth only.' },
-      { name: 'Admin', description: 'The dashboard of the spec, as an HTTP API (DESIGN.md).' },
+      { name: 'Admin', description: 'The dashboard of the spec, as an HTTP API (docs/decisions.md).' },
       { name: 'Reference', description: 'This document.' },
     ],
     paths,

@@ -31,22 +31,26 @@ export type Operation = {
   body?: { media: string[]; schema: z.ZodObject } | { media: string[]; indexed: z.ZodObject };
   /** The success status and body; JSON unless `media` says otherwise. */
   success: { status: 200 | 201; schema?: z.ZodType; media?: string; description: string };
-  /** Statuses answered with the endpoint's error envelope. */
-  errors: { style: 'search' | 'data'; statuses: number[] };
+  /**
+   * How a failure is answered: `envelope`, the API's way, with HTTP 200 and this body (docs/decisions.md); or the
+   * admin API's and the console image's way, with these HTTP statuses.
+   */
+  failure: { envelope: z.ZodType } | { statuses: number[] };
 };
 
 const FORMS = ['application/x-www-form-urlencoded', 'multipart/form-data'];
-const MULTIPART = ['multipart/form-data'];
 
 const { page, limit, result_limit } = PAGING;
 const { group_by, group_limit, ...advancedWithoutGroups } = ADVANCED;
 const { detection_limit, ...detection } = DETECTION;
 
-const searchErrors = (...statuses: number[]) => ({
-  style: 'search' as const,
-  statuses: [400, 401, ...statuses, 500, 503],
-});
-const dataErrors = (...statuses: number[]) => ({ style: 'data' as const, statuses: [400, 401, ...statuses, 500] });
+const inEnvelope = (envelope: z.ZodType) => ({ envelope });
+const httpErrors = (...statuses: number[]) => ({ statuses: [400, 401, ...statuses, 500] });
+
+const similarQuery = { ...SIMILAR_QUERY, page, limit, ...ADVANCED };
+const uploadSearchParams = { box: REGION.box, ...detection, page, limit, ...ADVANCED };
+const discoverSearchParams = { ...REGION, ...detection, detection_limit, page, result_limit, ...advancedWithoutGroups };
+const { image: _file, ...imageByReference } = QUERY_IMAGE;
 
 export const OPERATIONS: Operation[] = [
   {
@@ -57,9 +61,21 @@ export const OPERATIONS: Operation[] = [
     summary: 'Visually similar images to one in the collection',
     description: 'Spec 4.4. The query image itself is not among the results. `detection` is not read here.',
     auth: 'client',
-    query: { ...SIMILAR_QUERY, page, limit, ...ADVANCED },
+    query: similarQuery,
     success: { status: 200, schema: responses.searchResponse, description: 'Results, best first.' },
-    errors: searchErrors(404),
+    failure: inEnvelope(responses.searchFailure),
+  },
+  {
+    method: 'get',
+    path: '/recommendation',
+    operationId: 'recommendation',
+    tag: 'Search',
+    summary: 'Visually similar recommendations: `/search` under the name the official SDKs call',
+    description: 'The same search as `/search`, answered as the original service answers it, with `method: search`.',
+    auth: 'client',
+    query: similarQuery,
+    success: { status: 200, schema: responses.searchResponse, description: 'Results, best first.' },
+    failure: inEnvelope(responses.searchFailure),
   },
   {
     method: 'post',
@@ -71,12 +87,21 @@ export const OPERATIONS: Operation[] = [
       'Spec 4.5. Exactly one of `image`, `im_url` and `im_id`. The primary detected object is searched, or the ' +
       'object at a zero-size `box`, or the area of a `box`.',
     auth: 'client',
-    body: {
-      media: MULTIPART,
-      schema: z.object({ ...QUERY_IMAGE, box: REGION.box, ...detection, page, limit, ...ADVANCED }),
-    },
+    body: { media: FORMS, schema: z.object({ ...QUERY_IMAGE, ...uploadSearchParams }) },
     success: { status: 200, schema: responses.uploadSearchResponse, description: 'Results for the searched object.' },
-    errors: searchErrors(404, 413),
+    failure: inEnvelope(responses.searchFailure),
+  },
+  {
+    method: 'get',
+    path: '/uploadsearch',
+    operationId: 'uploadsearchByReference',
+    tag: 'Search',
+    summary: 'Search by an image URL or an earlier upload, as a GET',
+    description: 'As `POST /uploadsearch`, with `im_url` or `im_id` (a file needs a POST).',
+    auth: 'client',
+    query: { ...imageByReference, ...uploadSearchParams },
+    success: { status: 200, schema: responses.uploadSearchResponse, description: 'Results for the searched object.' },
+    failure: inEnvelope(responses.searchFailure),
   },
   {
     method: 'post',
@@ -86,20 +111,21 @@ export const OPERATIONS: Operation[] = [
     summary: 'Every detected object of an image, each with its own results',
     description: 'Spec 4.6. Exactly one of `image`, `im_url` and `im_id`; not both `box` and `point`; no `group_by`.',
     auth: 'client',
-    body: {
-      media: MULTIPART,
-      schema: z.object({
-        ...QUERY_IMAGE,
-        ...REGION,
-        ...detection,
-        detection_limit,
-        page,
-        result_limit,
-        ...advancedWithoutGroups,
-      }),
-    },
+    body: { media: FORMS, schema: z.object({ ...QUERY_IMAGE, ...discoverSearchParams }) },
     success: { status: 200, schema: responses.discoverSearchResponse, description: 'Objects and their results.' },
-    errors: searchErrors(404, 413),
+    failure: inEnvelope(responses.discoverSearchFailure),
+  },
+  {
+    method: 'get',
+    path: '/discoversearch',
+    operationId: 'discoversearchByReference',
+    tag: 'Search',
+    summary: 'Every detected object of an image given by URL or earlier upload, as a GET',
+    description: 'As `POST /discoversearch`, with `im_url` or `im_id` (a file needs a POST).',
+    auth: 'client',
+    query: { ...imageByReference, ...discoverSearchParams },
+    success: { status: 200, schema: responses.discoverSearchResponse, description: 'Objects and their results.' },
+    failure: inEnvelope(responses.discoverSearchFailure),
   },
   {
     method: 'get',
@@ -111,7 +137,7 @@ export const OPERATIONS: Operation[] = [
     auth: 'client',
     query: { ...COLOR_QUERY, page, limit, ...ADVANCED },
     success: { status: 200, schema: responses.colorSearchResponse, description: 'Results, best first.' },
-    errors: searchErrors(404),
+    failure: inEnvelope(responses.searchFailure),
   },
   {
     method: 'post',
@@ -122,11 +148,12 @@ export const OPERATIONS: Operation[] = [
     description:
       `Spec 4.1. Each image is sent as \`{key}[i]\` form parameters, \`i\` its 0-based index: at most ` +
       `${INSERT_LIMITS.maxImages} images of at most ${INSERT_LIMITS.maxKeysPerImage} keys each. Images are processed ` +
-      'asynchronously: follow the transaction with `/insert/status`.',
+      'asynchronously: follow the transaction with `/insert/status`. An image already in the collection sent without ' +
+      '`im_url` has only its given metadata fields changed (no download, no new embedding).',
     auth: 'backend',
     body: { media: FORMS, indexed: INSERT_IMAGE },
     success: { status: 200, schema: responses.insertResponse, description: '`warning` when some images were refused.' },
-    errors: dataErrors(403, 413, 429, 503),
+    failure: inEnvelope(responses.dataFailure),
   },
   {
     method: 'get',
@@ -139,7 +166,7 @@ export const OPERATIONS: Operation[] = [
     pathParams: TRANSACTION,
     query: INSERT_STATUS,
     success: { status: 200, schema: responses.insertStatusResponse, description: 'The transaction.' },
-    errors: dataErrors(404),
+    failure: inEnvelope(responses.insertStatusFailure),
   },
   {
     method: 'post',
@@ -153,7 +180,7 @@ export const OPERATIONS: Operation[] = [
     auth: 'backend',
     body: { media: FORMS, indexed: REMOVED_IMAGE },
     success: { status: 200, schema: responses.removeResponse, description: '`warning` when a name was not found.' },
-    errors: dataErrors(404, 413),
+    failure: inEnvelope(responses.dataFailure),
   },
   {
     method: 'get',
@@ -165,7 +192,7 @@ export const OPERATIONS: Operation[] = [
     auth: 'client',
     query: SIMILAR_QUERY,
     success: { status: 200, media: 'image/*', description: 'The image as it was downloaded at insert.' },
-    errors: searchErrors(404),
+    failure: httpErrors(404),
   },
   {
     method: 'post',
@@ -176,7 +203,7 @@ export const OPERATIONS: Operation[] = [
     auth: 'admin',
     body: { media: ['application/json'], schema: createAppBody },
     success: { status: 201, schema: responses.createdAppResponse, description: 'The new application and its keys.' },
-    errors: dataErrors(),
+    failure: httpErrors(),
   },
   {
     method: 'get',
@@ -187,7 +214,7 @@ export const OPERATIONS: Operation[] = [
     auth: 'admin',
     pathParams: APP_PATH,
     success: { status: 200, schema: responses.appResponse, description: 'The application.' },
-    errors: dataErrors(404),
+    failure: httpErrors(404),
   },
   {
     method: 'patch',
@@ -202,7 +229,7 @@ export const OPERATIONS: Operation[] = [
     pathParams: APP_PATH,
     body: { media: ['application/json'], schema: settingsBody },
     success: { status: 200, schema: responses.appSettingsResponse, description: 'The application.' },
-    errors: dataErrors(404),
+    failure: httpErrors(404),
   },
   {
     method: 'put',
@@ -214,7 +241,7 @@ export const OPERATIONS: Operation[] = [
     pathParams: APP_PATH,
     body: { media: ['application/json'], schema: schemaBody },
     success: { status: 200, schema: responses.appSchemaResponse, description: 'The new schema.' },
-    errors: dataErrors(404),
+    failure: httpErrors(404),
   },
   {
     method: 'get',
@@ -224,7 +251,7 @@ export const OPERATIONS: Operation[] = [
     summary: 'This document',
     auth: 'none',
     success: { status: 200, description: 'OpenAPI 3.1.' },
-    errors: { style: 'data', statuses: [] },
+    failure: { statuses: [] },
   },
   {
     method: 'get',
@@ -234,6 +261,6 @@ export const OPERATIONS: Operation[] = [
     summary: 'This document as a reference page',
     auth: 'none',
     success: { status: 200, media: 'text/html', description: 'HTML.' },
-    errors: { style: 'data', statuses: [] },
+    failure: { statuses: [] },
   },
 ];

@@ -7,7 +7,7 @@ import { FIELD_TYPES } from '../storage/apps';
  * OpenAPI test parses real responses with these schemas, so they cannot drift from what the endpoints answer.
  */
 
-const status = z.enum(['OK', 'warning', 'fail']).meta({ description: '`warning`: partial success (DESIGN.md).' });
+const status = z.enum(['OK', 'warning', 'fail']).meta({ description: '`warning`: partial success (docs/decisions.md).' });
 const reqid = z.string().meta({ description: 'Unique id of the call, also in the `X-Log-ID` header.' });
 
 const searchErrors = z.array(z.string()).meta({
@@ -19,17 +19,44 @@ const dataErrorEntry = z.object({
   index: z.int().optional().meta({ description: 'The image index `i` of an entry about one image.' }),
   im_name: z.string().optional(),
   error_code: z.int().meta({
-    description: `Spec 7.2 (${Object.values(DATA_ERRORS)
+    description: `Spec 7.2: ${Object.values(DATA_ERRORS)
       .map((error) => error.code)
-      .join(', ')}, 106, 109); the HTTP status for the general messages of spec 7.1.`,
+      .join(', ')}, 106, 109.`,
   }),
   error_message: z.string(),
 });
-const dataErrors = z.array(dataErrorEntry).meta({ description: 'Empty on success.' });
+const dataErrors = z.array(z.union([dataErrorEntry, z.string()])).meta({
+  description:
+    'Empty on success. Numbered data errors (spec 7.2) are objects with `error_code`; the general messages of spec ' +
+    '7.1 and parameter errors are plain strings.',
+});
 
-/** What every failed call answers, in its endpoint's error style (DESIGN.md). */
-export const searchFailure = z.object({ status: z.literal('fail'), method: z.string(), error: searchErrors, reqid });
-export const dataFailure = z.object({ status: z.literal('fail'), method: z.string(), error: dataErrors });
+/**
+ * What a failed call answers, with HTTP 200 like every answer of the API (docs/decisions.md): the envelope and the
+ * endpoint's answer with nothing in it, so that a client reading the success fields finds them.
+ */
+const failed = { status: z.literal('fail'), method: z.string() };
+export const searchFailure = z.object({
+  ...failed,
+  error: searchErrors,
+  page: z.int(),
+  limit: z.int(),
+  total: z.literal(0),
+  result: z.array(z.never()),
+  reqid,
+});
+export const discoverSearchFailure = z.object({
+  ...failed,
+  error: searchErrors,
+  page: z.int(),
+  result_limit: z.int(),
+  objects: z.array(z.never()),
+  reqid,
+});
+export const dataFailure = z.object({ ...failed, error: dataErrors, total: z.literal(0), result: z.array(z.never()) });
+export const insertStatusFailure = z.object({ ...failed, error: dataErrors, result: z.array(z.never()) });
+/** The admin API and the console's image endpoint answer failures with their HTTP status. */
+export const httpFailure = z.object({ ...failed, error: z.array(z.string()) });
 
 const resultItem = z.object({
   im_name: z.string(),
@@ -109,7 +136,7 @@ export const insertResponse = z.object({
   trans_id: z.int().optional().meta({ description: 'Follow it with `/insert/status/{trans_id}`.' }),
   total: z.int().meta({ description: 'Images accepted.' }),
   result: z.array(z.unknown()),
-  error: dataErrors.meta({ description: 'One entry per refused image.' }),
+  error: dataErrors,
 });
 
 export const insertStatusResponse = z.object({
@@ -135,7 +162,7 @@ export const removeResponse = z.object({
   ...dataEnvelope('remove'),
   total: z.int().meta({ description: 'Images removed.' }),
   result: z.array(z.unknown()),
-  error: dataErrors.meta({ description: 'One entry per name not found.' }),
+  error: dataErrors,
 });
 
 const adminApp = {

@@ -29,10 +29,10 @@ async function readJson<T>(c: Context<AppEnv>, schema: z.ZodType<T>): Promise<T>
   return parsed.data;
 }
 
-/** The "dashboard" of the spec, as an HTTP API (DESIGN.md). */
+/** The "dashboard" of the spec, as an HTTP API (docs/decisions.md). */
 export const adminRoutes = new Hono<AppEnv>();
 
-adminRoutes.use('*', endpoint('admin', 'data'), requireAdmin);
+adminRoutes.use('*', endpoint('admin', { httpStatuses: true }), requireAdmin);
 
 adminRoutes.post('/apps', async (c) => {
   const { name } = await readJson(c, createAppBody);

@@ -14,7 +14,7 @@ export const consoleRoutes = new Hono<AppEnv>();
  * The stored bytes of a collection image: the web console's thumbnails (the spec has no endpoint for them).
  * Authenticated like the searches, so an app key may read them; an application only ever finds its own images.
  */
-consoleRoutes.get('/image', endpoint('image', 'search'), authenticate({ allowAppKey: true }), async (c) => {
+consoleRoutes.get('/image', endpoint('image', { httpStatuses: true }), authenticate({ allowAppKey: true }), async (c) => {
   const { params, app } = c.var;
   const notFound = new ApiError(404, SEARCH_ERRORS.imageNotFound);
   const imName = params.required('im_name', new ApiError(400, SEARCH_ERRORS.imageNotFound));

@@ -3,13 +3,13 @@ import { authenticate } from '../auth/middleware';
 import type { AppEnv } from '../env';
 import { ApiError, dataErrorEntry } from '../http/envelope';
 import { DATA_ERRORS, GENERAL } from '../http/messages';
-import { endpoint } from '../http/middleware';
+import { endpoint, failedWith } from '../http/middleware';
 import { readParam } from '../http/param-schema';
 import { INSERT_STATUS, MAX_REMOVE_NAMES, TRANSACTION } from '../ingest/data-params';
-import { INSERT_LIMITS, parseInsert } from '../ingest/insert-request';
+import { INSERT_LIMITS, parseInsert, resolveMetadataUpdates } from '../ingest/insert-request';
 import { getSchema, type AppRecord } from '../storage/apps';
 import { deleteBlobs } from '../storage/blobs';
-import { deleteImagesByName } from '../storage/images';
+import { deleteImagesByName, existingNames } from '../storage/images';
 import { createTransaction, deleteTransaction, getTransactionStatus } from '../storage/transactions';
 import { collectionUsage } from '../storage/usage';
 import { deleteImageVectors } from '../storage/vectors';
@@ -34,16 +34,20 @@ async function checkLimits(db: D1Database, app: AppRecord, names: string[]): Pro
   if (pendingLimit !== null && usage.pending + names.length > pendingLimit) throw new ApiError(429, GENERAL.busy);
 }
 
-const insertEndpoint = endpoint('insert', 'data', { maxBodyBytes: INSERT_MAX_BODY_BYTES });
+/** A failed insert or remove affected no image. */
+const nothingDone = () => ({ total: 0, result: [] });
+
+const insertEndpoint = endpoint('insert', { maxBodyBytes: INSERT_MAX_BODY_BYTES, failureFields: nothingDone });
 
 dataRoutes.post('/insert', insertEndpoint, authenticate({ allowAppKey: false }), async (c) => {
   const { app, params } = c.var;
   const parsed = parseInsert(params, await getSchema(c.env.DB, app.id));
   if (parsed.kind === 'too_many') throw ApiError.data(400, parsed.error);
 
-  const { accepted, rejected } = parsed;
+  const updates = parsed.accepted.filter((item) => item.imUrl === null).map((item) => item.imName);
+  const { accepted, rejected } = resolveMetadataUpdates(parsed, await existingNames(c.env.DB, app.id, updates));
   if (accepted.length === 0) {
-    return c.json({ status: 'fail', method: 'insert', total: 0, result: [], error: [...rejected, dataErrorEntry(DATA_ERRORS.noImageInserted)] }, 400);
+    return failedWith(c, { status: 'fail', method: 'insert', total: 0, result: [], error: [...rejected, dataErrorEntry(DATA_ERRORS.noImageInserted)] });
   }
   await checkLimits(c.env.DB, app, accepted.map((item) => item.imName));
   const transId = await createTransaction(c.env.DB, app.id, accepted);
@@ -65,7 +69,7 @@ dataRoutes.post('/insert', insertEndpoint, authenticate({ allowAppKey: false }),
   });
 });
 
-dataRoutes.get('/insert/status/:trans_id', endpoint('insert/status', 'data'), authenticate({ allowAppKey: false }), async (c) => {
+dataRoutes.get('/insert/status/:trans_id', endpoint('insert/status', { failureFields: () => ({ result: [] }) }), authenticate({ allowAppKey: false }), async (c) => {
   const notFound = ApiError.data(404, DATA_ERRORS.transactionNotFound);
   // Anything but a trans_id (digits, below 2^53) names no transaction.
   const raw = c.req.param('trans_id');
@@ -80,7 +84,7 @@ dataRoutes.get('/insert/status/:trans_id', endpoint('insert/status', 'data'), au
 });
 
 /** Removes images: hidden from search at once (D1), then their vectors and stored bytes are deleted. */
-dataRoutes.post('/remove', endpoint('remove', 'data'), authenticate({ allowAppKey: false }), async (c) => {
+dataRoutes.post('/remove', endpoint('remove', { failureFields: nothingDone }), authenticate({ allowAppKey: false }), async (c) => {
   const requested = c.var.params
     .names()
     .flatMap((name) => {
@@ -104,6 +108,6 @@ dataRoutes.post('/remove', endpoint('remove', 'data'), authenticate({ allowAppKe
     seen.add(item.imName);
     return found ? [] : [dataErrorEntry(DATA_ERRORS.imageNotFound, { index: item.index, im_name: item.imName })];
   });
-  const status = removed.length === 0 ? 'fail' : error.length > 0 ? 'warning' : 'OK';
-  return c.json({ status, method: 'remove', total: removed.length, result: [], error }, removed.length === 0 ? 404 : 200);
+  if (removed.length === 0) return failedWith(c, { status: 'fail', method: 'remove', total: 0, result: [], error });
+  return c.json({ status: error.length > 0 ? 'warning' : 'OK', method: 'remove', total: removed.length, result: [], error });
 });

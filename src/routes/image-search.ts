@@ -1,7 +1,8 @@
 import { Hono, type Context } from 'hono';
+import { createFactory } from 'hono/factory';
 import { authenticate } from '../auth/middleware';
 import type { AppEnv } from '../env';
-import { endpoint } from '../http/middleware';
+import { endpoint, type FailureFields } from '../http/middleware';
 import { readParam } from '../http/param-schema';
 import type { DetectedObject } from '../ports/inference/types';
 import {
@@ -14,6 +15,7 @@ import {
   typeList,
 } from '../search/detection';
 import { readSearchOptions } from '../search/options';
+import { emptySearchPage, pagingOrDefaults } from '../search/paging';
 import { requireCollection } from '../search/collection';
 import { analyzeQuery } from '../search/query-analysis';
 import { keepQueryImage, resolveQueryImage } from '../search/query-image';
@@ -22,6 +24,13 @@ import { searchSimilar } from '../search/similar';
 import { getSchema } from '../storage/apps';
 
 export const imageSearchRoutes = new Hono<AppEnv>();
+const factory = createFactory<AppEnv>();
+
+/** A failed multiple product search answers the paging asked for and no objects. */
+const noObjects: FailureFields = (params, reqid) => {
+  const { page, limit } = pagingOrDefaults(params, 'result_limit');
+  return { page, result_limit: limit, objects: [], reqid };
+};
 
 /**
  * What both upload searches do first: read and check the parameters, then resolve, analyse and keep the query
@@ -49,7 +58,7 @@ async function prepare(c: Context<AppEnv>, endpoint: { limitName: 'limit' | 'res
 }
 
 /** Search by image (spec 4.5): the primary object (or the object at a point, or the box) is searched. */
-imageSearchRoutes.post('/uploadsearch', endpoint('uploadsearch', 'search'), authenticate({ allowAppKey: true }), async (c) => {
+const uploadSearch = factory.createHandlers(endpoint('uploadsearch', { failureFields: emptySearchPage }), authenticate({ allowAppKey: true }), async (c) => {
   const { options, paging, region, sensitivity, query, analysis, mode, search } = await prepare(c, { limitName: 'limit', allowPoints: false });
   const point = region.kind === 'points' ? region.points[0] : undefined;
   const detected = point ? [objectAt(analysis.objects, mode, point)].filter((object) => object !== undefined) : keptObjects(analysis.objects, mode, sensitivity);
@@ -72,7 +81,7 @@ imageSearchRoutes.post('/uploadsearch', endpoint('uploadsearch', 'search'), auth
 });
 
 /** Multiple product search (spec 4.6): every detected object (or the object at each point) gets its own results. */
-imageSearchRoutes.post('/discoversearch', endpoint('discoversearch', 'search'), authenticate({ allowAppKey: true }), async (c) => {
+const discoverSearch = factory.createHandlers(endpoint('discoversearch', { failureFields: noObjects }), authenticate({ allowAppKey: true }), async (c) => {
   const detectionLimit = readParam(c.var.params, DETECTION, 'detection_limit');
   const { options, paging, region, sensitivity, query, analysis, mode, search } = await prepare(c, {
     limitName: 'result_limit',
@@ -111,3 +120,10 @@ imageSearchRoutes.post('/discoversearch', endpoint('discoversearch', 'search'), 
     reqid: c.var.reqid,
   });
 });
+
+// An image URL or im_id fits a GET, as the official Python and Android SDKs send them; a file needs a POST, multipart
+// or (without a file) urlencoded (docs/decisions.md).
+for (const method of ['get', 'post'] as const) {
+  imageSearchRoutes[method]('/uploadsearch', ...uploadSearch);
+  imageSearchRoutes[method]('/discoversearch', ...discoverSearch);
+}

@@ -1,4 +1,5 @@
 import { Hono } from 'hono';
+import { createFactory } from 'hono/factory';
 import { authenticate } from '../auth/middleware';
 import type { AppEnv } from '../env';
 import { ApiError } from '../http/envelope';
@@ -6,6 +7,7 @@ import { SEARCH_ERRORS } from '../http/messages';
 import { endpoint } from '../http/middleware';
 import { INSERT_LIMITS } from '../ingest/insert-request';
 import { readSearchOptions } from '../search/options';
+import { emptySearchPage } from '../search/paging';
 import { searchSimilar } from '../search/similar';
 import { fetchableFields, toValueMap } from '../search/value-map';
 import { getSchema } from '../storage/apps';
@@ -14,9 +16,14 @@ import { isImagePending } from '../storage/transactions';
 import { imageVectors } from '../storage/vectors';
 
 export const searchRoutes = new Hono<AppEnv>();
+const factory = createFactory<AppEnv>();
 
-/** Visually similar images to one already in the collection; the query image itself is not among the results. */
-searchRoutes.get('/search', endpoint('search', 'search'), authenticate({ allowAppKey: true }), async (c) => {
+/**
+ * Visually similar images to one already in the collection; the query image itself is not among the results.
+ * `/recommendation` is the same search under the name the official SDKs' `recommendation()` calls, answered as
+ * the original service answers it: with `method: search`.
+ */
+const similar = factory.createHandlers(endpoint('search', { failureFields: emptySearchPage }), authenticate({ allowAppKey: true }), async (c) => {
   const { params, app } = c.var;
   const imName = params.required('im_name', new ApiError(400, SEARCH_ERRORS.imageNotFound));
   // No im_name is longer than this (spec 2.1): a longer one is not looked up, so it cannot make a query big.
@@ -48,3 +55,6 @@ searchRoutes.get('/search', endpoint('search', 'search'), authenticate({ allowAp
     reqid: c.var.reqid,
   });
 });
+
+searchRoutes.get('/search', ...similar);
+searchRoutes.get('/recommendation', ...similar);

@@ -1,7 +1,7 @@
 import type { SchemaField } from '../storage/apps';
 import type { ImageMetadata } from '../storage/images';
 
-/** DESIGN.md: value counts for string fields, the range for numeric ones. */
+/** docs/decisions.md: value counts for string fields, the range for numeric ones. */
 export type Facet =
   | { key: string; items: { value: string; count?: number }[] }
   | { key: string; range: { min: number; max: number } | null };

@@ -1,4 +1,5 @@
 import { integer, readParam } from '../http/param-schema';
+import type { FailureFields } from '../http/middleware';
 import type { RequestParams } from '../http/params';
 
 /** Spec 8: at most 1000 results in total, 10 per page by default. */
@@ -18,3 +19,22 @@ export const readPaging = (params: RequestParams, limitName: 'limit' | 'result_l
   page: readParam(params, PAGING, 'page'),
   limit: readParam(params, PAGING, limitName),
 });
+
+/** The paging a failed answer reports: what the request asked for where it can be read, the defaults elsewhere. */
+export function pagingOrDefaults(params: RequestParams | undefined, limitName: 'limit' | 'result_limit'): Paging {
+  const read = (name: 'page' | 'limit' | 'result_limit'): number => {
+    try {
+      if (params) return readParam(params, PAGING, name);
+    } catch {
+      // A bad value is what failed; the default stands in for it.
+    }
+    return PAGING[name].def.defaultValue;
+  };
+  return { page: read('page'), limit: read(limitName) };
+}
+
+/** A failed search answers the paging asked for and an empty page, so a client reading the page finds one. */
+export const emptySearchPage: FailureFields = (params, reqid) => {
+  const { page, limit } = pagingOrDefaults(params, 'limit');
+  return { page, limit, total: 0, result: [], reqid };
+};

@@ -31,7 +31,7 @@ export type SimilarQuery = {
   excludeIds?: number[];
 };
 
-/** Cosine similarity as the spec's score: 1.0 for an identical image, down to 0.0 (DESIGN.md). */
+/** Cosine similarity as the spec's score: 1.0 for an identical image, down to 0.0 (docs/decisions.md). */
 export const toScore = (cosine: number): number => Math.min(1, Math.max(0, cosine));
 
 type Candidate = { imageId: number; score: number; fromObject: boolean };

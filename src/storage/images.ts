@@ -103,6 +103,31 @@ export async function deleteImagesByName(db: D1Database, appId: string, names: s
   return results;
 }
 
+/** Which of `names` are in the application's collection. */
+export async function existingNames(db: D1Database, appId: string, names: string[]): Promise<Set<string>> {
+  if (names.length === 0) return new Set();
+  const { results } = await db
+    .prepare('SELECT im_name FROM images WHERE app_id = ? AND im_name IN (SELECT value FROM json_each(?))')
+    .bind(appId, JSON.stringify(names))
+    .all<{ im_name: string }>();
+  return new Set(results.map((row) => row.im_name));
+}
+
+/**
+ * Merges `fields` into an image's metadata (a field given replaces the stored one, others stay), atomically, and
+ * nothing else; the updated image, or null when it is no longer in the collection.
+ */
+export async function mergeImageMetadata(db: D1Database, appId: string, imName: string, fields: ImageMetadata): Promise<ImageRow | null> {
+  const row = await db
+    .prepare(
+      `UPDATE images SET metadata = json_patch(metadata, ?), updated_at = ? WHERE app_id = ? AND im_name = ?
+       RETURNING id, im_name, im_url, metadata, object_count`,
+    )
+    .bind(JSON.stringify(fields), formatTimestamp(), appId, imName)
+    .first<StoredImageRow>();
+  return row ? parse(row) : null;
+}
+
 export async function hasImages(db: D1Database, appId: string): Promise<boolean> {
   return (await db.prepare('SELECT 1 FROM images WHERE app_id = ? LIMIT 1').bind(appId).first()) !== null;
 }

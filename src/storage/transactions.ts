@@ -1,7 +1,11 @@
 import { formatTimestamp } from '../time';
 import type { ImageMetadata } from './images';
 
-export type InsertItem = { index: number; imName: string; imUrl: string; metadata: ImageMetadata };
+/**
+ * One accepted image of an `/insert`. Without an `imUrl` it is a metadata-only update of an image already in the
+ * collection: its given fields replace those stored, nothing is downloaded or embedded again.
+ */
+export type InsertItem = { index: number; imName: string; imUrl: string | null; metadata: ImageMetadata };
 export type PendingItem = InsertItem & { transId: number; appId: string };
 export type ItemOutcome = { state: 'done' } | { state: 'failed'; code: number; message: string };
 
@@ -18,7 +22,7 @@ export type TransactionStatus = {
   update_time: string;
 };
 
-/** Below 2^53 (DESIGN.md), unique enough that a clash is retried rather than coordinated. */
+/** Below 2^53 (docs/decisions.md), unique enough that a clash is retried rather than coordinated. */
 const newTransactionId = (): number => Date.now() * 1024 + Math.floor(Math.random() * 1024);
 
 /** Records a transaction and its accepted items in one atomic batch, before any queue message is sent. */
@@ -33,8 +37,8 @@ export async function createTransaction(db: D1Database, appId: string, items: In
           .bind(transId, appId, items.length, now, now),
         ...items.map((item) =>
           db
-            .prepare('INSERT INTO insert_items (trans_id, item_index, im_name, im_url, metadata) VALUES (?, ?, ?, ?, ?)')
-            .bind(transId, item.index, item.imName, item.imUrl, JSON.stringify(item.metadata)),
+            .prepare('INSERT INTO insert_items (trans_id, item_index, im_name, im_url, metadata, kind) VALUES (?, ?, ?, ?, ?, ?)')
+            .bind(transId, item.index, item.imName, item.imUrl ?? '', JSON.stringify(item.metadata), item.imUrl === null ? 'metadata' : 'image'),
         ),
       ]);
       return transId;
@@ -56,18 +60,18 @@ export async function deleteTransaction(db: D1Database, transId: number): Promis
 export async function getPendingItem(db: D1Database, transId: number, index: number): Promise<PendingItem | null> {
   const row = await db
     .prepare(
-      `SELECT t.app_id, i.im_name, i.im_url, i.metadata FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
+      `SELECT t.app_id, i.im_name, i.im_url, i.metadata, i.kind FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
        WHERE i.trans_id = ? AND i.item_index = ? AND i.state = 'pending'`,
     )
     .bind(transId, index)
-    .first<{ app_id: string; im_name: string; im_url: string; metadata: string }>();
+    .first<{ app_id: string; im_name: string; im_url: string; metadata: string; kind: 'image' | 'metadata' }>();
   if (!row) return null;
   return {
     transId,
     index,
     appId: row.app_id,
     imName: row.im_name,
-    imUrl: row.im_url,
+    imUrl: row.kind === 'metadata' ? null : row.im_url,
     metadata: JSON.parse(row.metadata) as ImageMetadata,
   };
 }

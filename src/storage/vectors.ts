@@ -58,6 +58,30 @@ export async function writeImageVectors(
   }
 }
 
+/**
+ * Gives every vector of an image (whole image, objects, palettes) new metadata, keeping its values and the object
+ * type: a metadata-only update, with no new embedding.
+ */
+export async function replaceVectorMetadata(env: Env, image: { id: number; object_count: number }, metadata: VectorMetadata): Promise<void> {
+  const imageId = String(image.id);
+  const objectIds = objectVectorIds(image.id, 0, image.object_count);
+  const rewrite = async (index: VectorIndex, ids: string[]): Promise<void> => {
+    if (ids.length === 0) return;
+    const records = await index.getByIds(ids);
+    await index.upsert(
+      records.map((record) => {
+        const type = record.metadata?.[OBJECT_TYPE_KEY];
+        return { ...record, metadata: type === undefined ? metadata : { ...metadata, [OBJECT_TYPE_KEY]: type } };
+      }),
+    );
+  };
+  await Promise.all([
+    rewrite(imageVectors(env), [imageId]),
+    rewrite(objectVectors(env), objectIds),
+    rewrite(colorVectors(env), [imageId, ...objectIds]),
+  ]);
+}
+
 export async function deleteImageVectors(env: Env, images: { id: number; object_count: number }[]): Promise<void> {
   if (images.length === 0) return;
   const imageIds = images.map((image) => String(image.id));

@@ -3,12 +3,12 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 /** The fault proxy's modes (test/support/inference-faults.ts). */
 type FaultMode = 'pass' | 'hang' | 'garbage' | 'busy';
-import { basicAuth, call, createApp, fixtureUrl, imageBytes, insert, search, uploadsearch, waitForTransaction, type Credentials } from '../worker/helpers';
+import { basicAuth, call, createApp, fixtureUrl, imageBytes, insert, search, waitForTransaction, type Credentials } from '../worker/helpers';
 
 /**
  * The Worker against an inference service that fails for real (test/support/inference-faults.ts): killed, hanging,
  * answering garbage, busy. Inserts are retried with backoff and end searchable or failed, each counted once; a search
- * answers "busy", never a 500.
+ * answers "busy" (HTTP 200, `status: 'fail'`, `Retry-After`), never a system error.
  */
 
 const BUSY = 'System busy, please try again later.';
@@ -24,6 +24,12 @@ const predictions = async (): Promise<number> =>
   (await (await fetch(`${env.INFERENCE_URL}/__faults/predictions`)).json<{ predictions: number }>()).predictions;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const uploadForm = (image: Blob): FormData => {
+  const form = new FormData();
+  form.append('image', image, 'query-image');
+  return form;
+};
 
 async function insertImages(app: Credentials, files: string[]): Promise<number> {
   const response = await insert(app, files.map((file) => ({ im_name: file, im_url: fixtureUrl(`/images/${file}`) })));
@@ -119,15 +125,19 @@ describe('upload searches', () => {
     ['answers garbage', 'mode/garbage'],
     ['is busy', 'mode/busy'],
     ['is down', 'inference/stop'],
-  ] as const)('answer "busy" (503) when the inference service %s', async (_, action) => {
+  ] as const)('answer "busy" with Retry-After when the inference service %s', async (_, action) => {
     const image = await imageBytes(`/images/${IMAGES[0]}`);
     await fault(action);
-    const { status, body } = await uploadsearch(app, { image });
-    expect(status, JSON.stringify(body)).toBe(503);
-    expect(body).toMatchObject({ status: 'fail', method: 'uploadsearch', error: [BUSY] });
+    const response = await call('/uploadsearch', { method: 'POST', headers: basicAuth(app), body: uploadForm(image) });
+    const body = await response.json();
+    expect(response.status, JSON.stringify(body)).toBe(200);
+    expect(response.headers.get('retry-after')).toBe('5');
+    expect(body).toMatchObject({ status: 'fail', method: 'uploadsearch', error: [BUSY], total: 0, result: [] });
 
     await fault('mode/pass');
     await fault('inference/start');
-    expect((await uploadsearch(app, { image })).status).toBe(200);
+    const again = await call('/uploadsearch', { method: 'POST', headers: basicAuth(app), body: uploadForm(image) });
+    expect(again.headers.get('retry-after')).toBeNull();
+    expect(await again.json()).toMatchObject({ status: 'OK', method: 'uploadsearch', error: [] });
   });
 });

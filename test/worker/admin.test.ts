@@ -11,7 +11,7 @@ describe('admin API', () => {
         body: JSON.stringify({ name: 'x' }),
       });
       expect(response.status).toBe(401);
-      expect(await response.json()).toMatchObject({ status: 'fail', error: [{ error_message: 'Unauthorized.' }] });
+      expect(await response.json()).toEqual({ status: 'fail', method: 'admin', error: ['Unauthorized.'] });
     }
   });
 
@@ -55,11 +55,12 @@ describe('admin API', () => {
       body: JSON.stringify({ fields: [{ name: 'size', type: 'blob' }] }),
     });
     expect(response.status).toBe(400);
-    expect(await response.json()).toMatchObject({ status: 'fail', error: [{ error_message: expect.stringContaining('fields.0.type') }] });
+    expect(await response.json()).toEqual({ status: 'fail', method: 'admin', error: [expect.stringContaining('fields.0.type')] });
   });
 
   it('answers 404 for an unknown application', async () => {
     const response = await call('/admin/apps/app_missing', { headers: adminHeaders });
     expect(response.status).toBe(404);
+    expect(await response.json()).toEqual({ status: 'fail', method: 'admin', error: ['App not found.'] });
   });
 });

@@ -74,13 +74,15 @@ describe('GET /colorsearch', () => {
     ['a limit over 1000', 'color=ff0000&limit=1001', 'limit must be between 1 and 1000.'],
   ])('rejects %s', async (_, query, message) => {
     const { status, body } = await colorsearch(app, query);
-    expect(status).toBe(400);
-    expect(body).toEqual({ status: 'fail', method: 'colorsearch', error: [message], reqid: expect.any(String) });
+    expect(status).toBe(200);
+    // An unreadable limit is reported as the default.
+    const empty = { page: 1, limit: 10, total: 0, result: [], reqid: expect.any(String) };
+    expect(body).toEqual({ status: 'fail', method: 'colorsearch', error: [message], ...empty });
   });
 
   it('says so when the application has no images', async () => {
-    const { status, body } = await colorsearch(await createApp(), 'color=ff0000');
-    expect(status).toBe(404);
-    expect(body.error).toEqual(["App doesn't have any images."]);
+    const { status, body } = await colorsearch(await createApp(), 'color=ff0000&page=2&limit=5');
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ status: 'fail', error: ["App doesn't have any images."], page: 2, limit: 5, total: 0, result: [] });
   });
 });

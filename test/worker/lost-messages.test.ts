@@ -85,6 +85,7 @@ describe('the sweeper', () => {
     expect(status).toMatchObject({ processed_percent: 100, success_count: 2, fail_count: 0, total: 2 });
     const search = await call(`/search?im_name=lost-0`, { headers: basicAuth(app) });
     expect(search.status).toBe(200);
+    expect((await search.json<{ status: string }>()).status).toBe('OK');
     // Settled: a later sweep finds nothing to send.
     await age(transId, STALL_MINUTES + 1);
     await runSweep();

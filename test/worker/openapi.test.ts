@@ -66,6 +66,13 @@ const errorMessage = (body: Body): string | undefined => {
   return typeof first === 'string' ? first : first?.error_message;
 };
 
+/** The answer an upload search without an image gets from an empty collection, once its parameters passed. */
+const EMPTY_COLLECTION = "App doesn't have any images.";
+/** Whether a call got past its parameter checks: API failures are HTTP 200 `fail`, the console image's are 4xx. */
+const passedChecks = ({ status, body }: { status: number; body: Body }): boolean =>
+  status === 200 && (body.status !== 'fail' || errorMessage(body) === EMPTY_COLLECTION);
+const UPLOAD_SEARCHES = ['uploadsearch', 'uploadsearchByReference', 'discoversearch', 'discoversearchByReference'];
+
 describe('OpenAPI document and reference page', () => {
   let stocked: Credentials;
   let empty: Credentials;
@@ -78,9 +85,7 @@ describe('OpenAPI document and reference page', () => {
    * and an empty collection, answer that the collection is empty once their parameters are checked.
    */
   const checking = (operationId: string): Base =>
-    operationId === 'uploadsearch' || operationId === 'discoversearch'
-      ? { app: empty, path: `/${operationId}`, params: {} }
-      : bases[operationId]!;
+    UPLOAD_SEARCHES.includes(operationId) ? { app: empty, path: operationOf(operationId).path, params: {} } : bases[operationId]!;
 
   async function callWith(
     operationId: string,
@@ -113,9 +118,12 @@ describe('OpenAPI document and reference page', () => {
     const hen = fixtureUrl('/images/animals_birds_hen.png');
     bases = {
       search: { app: stocked, path: '/search', params: { im_name: 'red' } },
+      recommendation: { app: stocked, path: '/recommendation', params: { im_name: 'red' } },
       colorsearch: { app: stocked, path: '/colorsearch', params: { color: 'ff0000' } },
       uploadsearch: { app: stocked, path: '/uploadsearch', params: { im_url: hen } },
       discoversearch: { app: stocked, path: '/discoversearch', params: { im_url: hen } },
+      uploadsearchByReference: { app: stocked, path: '/uploadsearch', params: { im_url: hen } },
+      discoversearchByReference: { app: stocked, path: '/discoversearch', params: { im_url: hen } },
       insertStatus: { app: stocked, path: `/insert/status/${transId}`, params: {} },
       image: { app: stocked, path: '/image', params: { im_name: 'red' } },
     };
@@ -157,13 +165,13 @@ describe('OpenAPI document and reference page', () => {
     for (const { path, method } of operations()) {
       const response = await call(path.replace(/\{\w+\}/g, '1'), { method: method.toUpperCase() });
       const body = response.headers.get('content-type')?.includes('json') ? await response.json<Body>() : null;
-      const noSuchEndpoint = { error_code: 404, error_message: 'No such endpoint.' };
-      expect(body?.error ?? [], `${method} ${path}`).not.toContainEqual(noSuchEndpoint);
+      expect(response.status, `${method} ${path}`).not.toBe(404);
+      expect(body?.error ?? [], `${method} ${path}`).not.toContain('No such endpoint.');
     }
   });
 
   it('documents the bounds each endpoint enforces: accepted at them, refused past them with the message', async () => {
-    for (const operationId of ['search', 'colorsearch', 'uploadsearch', 'discoversearch', 'insertStatus']) {
+    for (const operationId of ['search', 'recommendation', 'colorsearch', ...UPLOAD_SEARCHES, 'insertStatus']) {
       const base = checking(operationId);
       const numbers = documentedParameters(operationOf(operationId).operation).filter(
         ({ schema }) => (schema.type === 'integer' || schema.type === 'number') && schema.minimum !== undefined,
@@ -176,12 +184,12 @@ describe('OpenAPI document and reference page', () => {
         const range = integral ? `${min} and ${max}` : `${min.toFixed(1)} and ${max.toFixed(1)}`;
         const companions = COMPANIONS[name] ?? {};
         for (const value of [min, max].filter((bound) => bound !== undefined)) {
-          const { status, body } = await callWith(operationId, { ...companions, [name]: String(value) }, { base });
-          expect(status, `${operationId} ${name}=${value}: ${JSON.stringify(body)}`).not.toBe(400);
+          const answer = await callWith(operationId, { ...companions, [name]: String(value) }, { base });
+          expect(passedChecks(answer), `${operationId} ${name}=${value}: ${JSON.stringify(answer.body)}`).toBe(true);
         }
         for (const value of [min - step, ...(max === undefined ? [] : [max + step])]) {
           const { status, body } = await callWith(operationId, { ...companions, [name]: String(value) }, { base });
-          expect(status, `${operationId} ${name}=${value}`).toBe(400);
+          expect([status, body.status], `${operationId} ${name}=${value}`).toEqual([200, 'fail']);
           if (max !== undefined) expect(errorMessage(body)).toBe(`${name} must be between ${range}.`);
         }
       }
@@ -189,26 +197,26 @@ describe('OpenAPI document and reference page', () => {
   });
 
   it('documents the booleans, choices and required parameters each endpoint checks', async () => {
-    for (const operationId of ['search', 'colorsearch', 'uploadsearch', 'discoversearch', 'image']) {
+    for (const operationId of ['search', 'recommendation', 'colorsearch', ...UPLOAD_SEARCHES, 'image']) {
       const base = checking(operationId);
       const answer = async (params: Record<string, string>) => {
-        const { status, body } = await callWith(operationId, params, { base });
-        return [status, errorMessage(body)];
+        const { body } = await callWith(operationId, params, { base });
+        return [body.status, errorMessage(body)];
       };
-      const accepted = async (params: Record<string, string>) => (await answer(params))[0] !== 400;
+      const accepted = async (params: Record<string, string>) => passedChecks(await callWith(operationId, params, { base }));
       for (const { name, schema, required } of documentedParameters(operationOf(operationId).operation)) {
         const companions = COMPANIONS[name] ?? {};
         if (schema.type === 'boolean') {
           expect(await accepted({ ...companions, [name]: 'True' }), name).toBe(true);
-          expect(await answer({ ...companions, [name]: 'maybe' })).toEqual([400, `${name} must be true or false.`]);
+          expect(await answer({ ...companions, [name]: 'maybe' })).toEqual(['fail', `${name} must be true or false.`]);
         }
         for (const value of schema.enum ?? []) expect(await accepted({ [name]: value }), `${name}=${value}`).toBe(true);
         if (schema.enum) {
-          expect(await answer({ [name]: 'neither' })).toEqual([400, `${name} must be ${schema.enum.join(' or ')}.`]);
+          expect(await answer({ [name]: 'neither' })).toEqual(['fail', `${name} must be ${schema.enum.join(' or ')}.`]);
         }
         if (required) {
-          const { status } = await callWith(operationId, {}, { base, omit: [name] });
-          expect(status, `${operationId} without ${name}`).toBe(400);
+          const { body } = await callWith(operationId, {}, { base, omit: [name] });
+          expect(body.status, `${operationId} without ${name}`).toBe('fail');
         }
       }
     }
@@ -217,6 +225,9 @@ describe('OpenAPI document and reference page', () => {
   it('answers the documented defaults and the documented response bodies', async () => {
     const schemas: Record<string, z.ZodType> = {
       search: responses.searchResponse,
+      recommendation: responses.searchResponse,
+      uploadsearchByReference: responses.uploadSearchResponse,
+      discoversearchByReference: responses.discoverSearchResponse,
       colorsearch: responses.colorSearchResponse,
       uploadsearch: responses.uploadSearchResponse,
       discoversearch: responses.discoverSearchResponse,
@@ -236,9 +247,22 @@ describe('OpenAPI document and reference page', () => {
     }
     const { body } = await callWith('search', {});
     expect((body.result as object[])[0]).not.toHaveProperty('score');
-    const failure = await callWith('search', { page: '0' });
-    responses.searchFailure.parse(failure.body);
-    responses.dataFailure.parse((await callWith('insertStatus', { error_limit: '0' })).body);
+    // Failures: HTTP 200 and the endpoint's failure body, as the document says.
+    const failures: [string, Record<string, string>, z.ZodType][] = [
+      ['search', { page: '0' }, responses.searchFailure],
+      ['recommendation', { im_name: 'nothing' }, responses.searchFailure],
+      ['colorsearch', { color: 'nothing' }, responses.searchFailure],
+      ['uploadsearch', { im_id: 'nothing' }, responses.searchFailure],
+      ['discoversearchByReference', { result_limit: '0' }, responses.discoverSearchFailure],
+      ['insertStatus', { error_limit: '0' }, responses.insertStatusFailure],
+    ];
+    for (const [operationId, params, schema] of failures) {
+      const { status, body } = await callWith(operationId, params);
+      expect([status, body.status], operationId).toEqual([200, 'fail']);
+      schema.parse(body);
+    }
+    const remove = await call('/remove', { method: 'POST', headers: basicAuth(stocked), body: new URLSearchParams({ 'im_name[0]': 'nothing' }) });
+    responses.dataFailure.parse(await remove.json());
   });
 
   it('renders every documented path and schema on a page that loads nothing', async () => {

@@ -30,7 +30,7 @@ describe('POST /remove', () => {
     expect(await remove(app, ['img1'])).toEqual({ status: 200, body: { status: 'OK', method: 'remove', total: 1, result: [], error: [] } });
 
     expect((await search(app, 'im_name=img0&limit=10')).body.result.map((item) => item.im_name)).not.toContain('img1');
-    expect(await search(app, 'im_name=img1')).toMatchObject({ status: 404, body: { error: ['Image not found with im_name.'] } });
+    expect(await search(app, 'im_name=img1')).toMatchObject({ status: 200, body: { status: 'fail', error: ['Image not found with im_name.'] } });
     expect(await imageVectors(env).getByIds([ids.get('img1')!])).toEqual([]);
     expect(await env.BLOBS.head(`${app.app_id}/images/img1`)).toBeNull();
   });
@@ -53,16 +53,23 @@ describe('POST /remove', () => {
   it('answers fail when nothing was removed, and never touches another application', async () => {
     const stranger = await createApp();
     const { status, body } = await remove(stranger, ['img3']);
-    expect(status).toBe(404);
-    expect(body).toMatchObject({ status: 'fail', total: 0, error: [{ index: 0, im_name: 'img3', error_code: 102 }] });
-    expect((await search(app, 'im_name=img3')).status).toBe(200);
+    expect(status).toBe(200);
+    expect(body).toEqual({
+      status: 'fail',
+      method: 'remove',
+      total: 0,
+      result: [],
+      error: [{ index: 0, im_name: 'img3', error_code: 102, error_message: 'Image not found with im_name.' }],
+    });
+    expect((await search(app, 'im_name=img3')).body.status).toBe('OK');
   });
 
   it('needs at least one im_name, at most 100, and the secret key', async () => {
-    expect((await remove(app, [])).status).toBe(400);
-    expect((await remove(app, Array.from({ length: 101 }, (_, i) => `n${i}`))).status).toBe(400);
+    const failed = (message: string) => ({ status: 200, body: { status: 'fail', method: 'remove', total: 0, result: [], error: [message] } });
+    expect(await remove(app, [])).toEqual(failed('im_name[0] is required.'));
+    expect(await remove(app, Array.from({ length: 101 }, (_, i) => `n${i}`))).toEqual(failed('At most 100 images can be removed per call.'));
     const viaAppKey = await call(`/remove?access_key=${app.app_key}`, { method: 'POST', body: new URLSearchParams({ 'im_name[0]': 'img3' }) });
-    expect(viaAppKey.status).toBe(401);
-    expect((await search(app, 'im_name=img3')).status).toBe(200);
+    expect({ status: viaAppKey.status, body: await viaAppKey.json() }).toEqual(failed('Unauthorized.'));
+    expect((await search(app, 'im_name=img3')).body.status).toBe('OK');
   });
 });

@@ -62,8 +62,17 @@ describe('GET /search, end to end through the queue and the real inference servi
 
   it("keeps applications apart: another app's image is not found", async () => {
     const { status, body } = await search(stranger, 'im_name=animals_birds_hen');
-    expect(status).toBe(404);
-    expect(body).toMatchObject({ status: 'fail', method: 'search', error: ['Image not found with im_name.'] });
+    expect(status).toBe(200);
+    expect(body).toEqual({
+      status: 'fail',
+      method: 'search',
+      error: ['Image not found with im_name.'],
+      page: 1,
+      limit: 10,
+      total: 0,
+      result: [],
+      reqid: expect.stringMatching(/^[0-9a-f]{32}$/),
+    });
   });
 
   it('answers with the app key of a browser client', async () => {
@@ -82,16 +91,22 @@ describe('GET /search, end to end through the queue and the real inference servi
     const response = await insert(app, [{ im_name: 'late-arrival', im_url: fixtureUrl('/slow/animals_birds_rooster.png') }]);
     const { trans_id } = await response.json<{ trans_id: number }>();
     const early = await search(app, 'im_name=late-arrival');
-    expect(early.body).toMatchObject({ status: 'fail', error: ['The query image is still being processed, please try again later.'] });
+    expect(early).toMatchObject({ status: 200, body: { status: 'fail', error: ['The query image is still being processed, please try again later.'] } });
     await waitForTransaction(app, trans_id);
     expect((await search(app, 'im_name=late-arrival')).body.status).toBe('OK');
   });
 
   it('rejects bad paging parameters in the envelope', async () => {
-    for (const query of ['limit=0', 'limit=1001', 'page=abc', 'score=maybe']) {
+    for (const [query, message] of [
+      ['limit=0', 'limit must be between 1 and 1000.'],
+      ['limit=1001', 'limit must be between 1 and 1000.'],
+      ['page=abc', 'page must be an integer.'],
+      ['score=maybe', 'score must be true or false.'],
+    ]) {
       const { status, body } = await search(app, `im_name=animals_birds_hen&${query}`);
-      expect(status).toBe(400);
-      expect(body).toMatchObject({ status: 'fail', method: 'search', error: [expect.any(String)] });
+      expect(status, query).toBe(200);
+      // An unreadable page or limit is reported as its default.
+      expect(body, query).toMatchObject({ status: 'fail', method: 'search', error: [message], page: 1, limit: 10, total: 0, result: [] });
     }
   });
 });
