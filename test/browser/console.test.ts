@@ -3,11 +3,12 @@ import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { chromium, type Browser, type BrowserContext, type Page, type Request, type Response } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Request, Response } from 'playwright-core';
 import { adminRequest, type AdminConfig } from '../../scripts/lib/admin-client.ts';
 import { insertForm, waitForInsert, type AuthHeader } from '../../scripts/lib/api-client.ts';
 import { startLocalStack, type LocalStack } from '../../scripts/lib/local-stack.ts';
 import { ROOT } from '../../scripts/lib/wrangler-env.ts';
+import { launchChromium } from '../support/chromium.ts';
 import { IMAGES_DIR, startFixtureServer } from '../support/fixture-server.ts';
 import { freePort } from '../support/free-port.ts';
 
@@ -16,14 +17,6 @@ import { freePort } from '../support/free-port.ts';
  * images inserted, and the console driven in headless Chromium. Screenshots go to `.local/screenshots/`.
  */
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-];
 const STATE_DIR = path.join(ROOT, '.wrangler/browser-test-state');
 const SCREENSHOTS = path.join(ROOT, '.local/screenshots');
 const ADMIN_TOKEN = 'browser-test-admin-token';
@@ -63,7 +56,7 @@ before(
     images = await startFixtureServer(imagesPort);
     imagesUrl = `http://127.0.0.1:${imagesPort}/images`;
     stack = await startLocalStack({ port, inferencePort, adminToken: ADMIN_TOKEN, persistTo: STATE_DIR });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
 
     const admin: AdminConfig = { baseUrl: stack.baseUrl, token: ADMIN_TOKEN };

@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
-import http from 'node:http';
+import type http from 'node:http';
 import { startInference } from '../../scripts/lib/inference-process.ts';
+import { startInferenceProxy, type Intercept } from './inference-proxy.ts';
 
 /** The Worker's INFERENCE_TIMEOUT_MS in the fault tests. */
 export const FAULTS_INFERENCE_TIMEOUT_MS = 2000;
@@ -19,10 +20,8 @@ export type FaultMode = (typeof FAULT_MODES)[number];
  * - `GET /__faults/predictions`: /predict calls the proxy received so far.
  */
 export async function startFaultyInference(options: { proxyPort: number; inferencePort: number; secret: string }): Promise<{ close(): Promise<void> }> {
-  const upstream = `http://127.0.0.1:${options.inferencePort}`;
   let service: ChildProcess | undefined = await startInference(options.inferencePort, { secret: options.secret });
   let mode: FaultMode = 'pass';
-  let predictions = 0;
   const hanging = new Set<http.ServerResponse>();
 
   const control = async (action: string): Promise<unknown> => {
@@ -36,40 +35,34 @@ export async function startFaultyInference(options: { proxyPort: number; inferen
         service = undefined;
       }
     } else if (kind === 'inference' && value === 'start') service ??= await startInference(options.inferencePort, { secret: options.secret });
-    else if (kind === 'predictions') return { predictions };
+    else if (kind === 'predictions') return { predictions: proxy.predictions() };
     else throw new Error(`unknown control ${action}`);
     return { mode, running: service !== undefined };
   };
 
-  const server = http.createServer((request, response) => {
+  /** Control calls and faults are answered here; anything else is forwarded to the service. */
+  const intercept: Intercept = (request, response) => {
     const path = (request.url ?? '/').split('?')[0]!;
     if (path.startsWith('/__faults/')) {
       control(path.slice('/__faults/'.length)).then(
         (body) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body)),
         (error: unknown) => response.writeHead(400).end(String(error)),
       );
-      return;
+      return true;
     }
-    if (path === '/predict') predictions++;
-    if (mode === 'hang') return void hanging.add(response);
-    if (mode === 'garbage') return void request.resume().on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{"image": nul'));
-    if (mode === 'busy') {
-      return void request.resume().on('end', () => response.writeHead(503, { 'content-type': 'application/json' }).end('{"error":{"code":"busy","message":"Too many predictions are waiting; retry shortly."}}'));
+    if (mode === 'hang') hanging.add(response);
+    else if (mode === 'garbage') request.resume().on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{"image": nul'));
+    else if (mode === 'busy') {
+      request.resume().on('end', () => response.writeHead(503, { 'content-type': 'application/json' }).end('{"error":{"code":"busy","message":"Too many predictions are waiting; retry shortly."}}'));
     }
-    const forwarded = http.request(`${upstream}${request.url}`, { method: request.method, headers: request.headers }, (answer) => {
-      response.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(response);
-    });
-    forwarded.on('error', () => response.destroy());
-    request.pipe(forwarded);
-  });
-  await new Promise<void>((resolve) => server.listen(options.proxyPort, '127.0.0.1', resolve));
+    return mode !== 'pass';
+  };
+  const proxy = await startInferenceProxy({ port: options.proxyPort, upstream: `http://127.0.0.1:${options.inferencePort}`, intercept });
   return {
     async close() {
       for (const response of hanging) response.destroy();
       service?.kill();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      await proxy.close();
     },
   };
 }

@@ -5,7 +5,7 @@ import { basicAuth, call, createApp, fixtureUrl, insertAndWait } from './helpers
 
 describe('CORS', () => {
   it('answers a preflight for the search endpoints from any origin, without Authorization', async () => {
-    for (const path of ['/search', '/uploadsearch', '/discoversearch', '/colorsearch', '/image']) {
+    for (const path of ['/search', '/recommendation', '/uploadsearch', '/discoversearch', '/colorsearch', '/image']) {
       const response = await call(path, {
         method: 'OPTIONS',
         headers: { origin: 'https://shop.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
@@ -50,14 +50,17 @@ describe('request logs', () => {
     const found = await call(`/search?im_name=logged&access_key=${app.app_key}`);
     const missing = await call('/search?im_name=nothing-here', { headers: basicAuth(app) });
     const unauthorized = await call('/insert', { method: 'POST', headers: basicAuth({ access_key: app.access_key, secret_key: 'not-the-secret-5f2c' }) });
+    const removedNothing = await call('/remove', { method: 'POST', headers: basicAuth(app), body: new URLSearchParams({ 'im_name[0]': 'nothing-here' }) });
 
     const lines = requestLines(log);
-    expect(lines).toHaveLength(3);
+    expect(lines).toHaveLength(4);
     expect(lines[0]).toMatchObject({ reqid: found.headers.get('x-log-id'), app: app.app_id, endpoint: 'search', http: 'GET /search', status: 200 });
     expect(lines[0]).not.toHaveProperty('fail');
     // A failed answer is HTTP 200 like any envelope: the line names the failure.
     expect(lines[1]).toMatchObject({ reqid: missing.headers.get('x-log-id'), app: app.app_id, endpoint: 'search', status: 200, fail: 'Image not found with im_name.' });
     expect(lines[2]).toMatchObject({ reqid: unauthorized.headers.get('x-log-id'), app: null, endpoint: 'insert', status: 200, fail: 'Invalid access key or secret key.' });
+    // A failure the route answers itself (every name refused) is logged with its first message too.
+    expect(lines[3]).toMatchObject({ reqid: removedNothing.headers.get('x-log-id'), endpoint: 'remove', status: 200, fail: 'Image not found with im_name.' });
     for (const line of lines) expect(typeof line.ms).toBe('number');
     const logged = JSON.stringify(log.mock.calls);
     for (const secret of [app.app_key, app.secret_key, 'not-the-secret-5f2c']) expect(logged).not.toContain(secret);
