@@ -54,6 +54,8 @@ export interface Variables {
   /** The failure's message, for the request log. */
   failure: string;
   params: RequestParams;
+  /** The most bytes this endpoint's body may have. */
+  maxBodyBytes: number;
   app: AppRecord;
 }
 

@@ -30,6 +30,10 @@ const port = Number(process.env.INFERENCE_PORT ?? 8788);
 const host = process.env.INFERENCE_HOST ?? '127.0.0.1';
 /** When set, /predict answers only `Authorization: Bearer <INFERENCE_SECRET>` (the Worker's shared secret). */
 const secret = process.env.INFERENCE_SECRET || undefined;
+// Without a secret anyone who reaches the port may run the models: only a service bound to loopback may go without.
+if (!secret && !['127.0.0.1', '::1', 'localhost'].includes(host)) {
+  throw new Error(`INFERENCE_SECRET must be set when the service listens on ${host}: only a loopback host may run without it`);
+}
 const runtimeName = runtimeNameFromEnv();
 const modelSet = modelSetFromEnv();
 

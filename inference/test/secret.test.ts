@@ -4,7 +4,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { IMAGES_DIR, launchServer, waitUntilHealthy } from './harness.ts';
+import { IMAGES_DIR, launchServer, runUntilExit, waitUntilHealthy } from './harness.ts';
 
 let server: ChildProcess;
 let baseUrl: string;
@@ -38,4 +38,10 @@ test('answers the bearer of the secret', async () => {
 
 test('keeps /health open for load balancers', async () => {
   assert.equal((await fetch(`${baseUrl}/health`)).status, 200);
+});
+
+test('refuses to start without a secret on any but a loopback host', async () => {
+  const { code, output } = await runUntilExit({ INFERENCE_HOST: '0.0.0.0', INFERENCE_SECRET: '' });
+  assert.notEqual(code, 0);
+  assert.match(output, /INFERENCE_SECRET must be set when the service listens on 0\.0\.0\.0/);
 });

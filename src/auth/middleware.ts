@@ -26,12 +26,16 @@ function parseBasic(header: string): { accessKey: string; secretKey: string } | 
 }
 
 /**
- * Resolves the calling application (spec 5, docs/decisions.md). Backends send HTTP Basic with the access and secret keys;
- * browser and mobile clients send only the app key as `access_key`, which `allowAppKey` admits (search endpoints).
- * Runs after the params middleware, since `access_key` may come in a form body.
+ * Resolves the calling application (spec 5, docs/decisions.md), then reads the body's parameters. Backends send HTTP
+ * Basic with the access and secret keys; browser and mobile clients send only the app key as `access_key`, which
+ * `allowAppKey` admits (search endpoints). Credentials in the header or the query string are checked before a byte
+ * of the body is read; only an app key sent as a form field (the JavaScript SDK's uploads) needs the body first, and
+ * that body is read under the tighter UNAUTHENTICATED_BODY limits.
  */
 export const authenticate = (options: { allowAppKey: boolean }) =>
   createMiddleware<AppEnv>(async (c, next) => {
+    const request = c.req.raw;
+    const maxBytes = c.var.maxBodyBytes;
     const header = c.req.header('authorization');
     if (header) {
       const credentials = parseBasic(header);
@@ -41,14 +45,20 @@ export const authenticate = (options: { allowAppKey: boolean }) =>
       const presented = await hashKey(credentials.secretKey);
       if (!found || !digestsEqual(presented, found.secretKeyHash)) throw invalidKeys();
       c.set('app', found.app);
+      c.set('params', await c.var.params.withBody(request, { maxBytes }));
       return next();
     }
-
-    const appKey = c.var.params.string(APP_KEY_PARAMETER);
-    if (appKey === undefined) throw unauthorized();
     if (!options.allowAppKey) throw unauthorized();
+
+    let params = c.var.params;
+    const inQuery = params.has(APP_KEY_PARAMETER);
+    if (!inQuery) params = await params.withBody(request, { maxBytes, unauthenticated: true });
+    c.set('params', params);
+    const appKey = params.string(APP_KEY_PARAMETER);
+    if (appKey === undefined) throw unauthorized();
     const app = await findAppByAppKey(c.env.DB, appKey);
     if (!app) throw invalidKeys();
     c.set('app', app);
+    if (inQuery) c.set('params', await params.withBody(request, { maxBytes }));
     return next();
   });

@@ -50,13 +50,17 @@ export type EndpointOptions = {
   httpStatuses?: boolean;
 };
 
-/** Names the endpoint for its envelope and reads its parameters from query and body alike. */
+/**
+ * Names the endpoint for its envelope and reads its query parameters; the body's are added by authenticate, once the
+ * credentials allow (auth/middleware.ts).
+ */
 export const endpoint = (method: string, options: EndpointOptions = {}) =>
   createMiddleware<AppEnv>(async (c, next) => {
     c.set('method', method);
     c.set('failureFields', options.failureFields);
     c.set('httpStatuses', options.httpStatuses ?? false);
-    c.set('params', await RequestParams.from(c.req.raw, options.maxBodyBytes ?? MAX_BODY_BYTES));
+    c.set('maxBodyBytes', options.maxBodyBytes ?? MAX_BODY_BYTES);
+    c.set('params', RequestParams.fromQuery(c.req.raw));
     await next();
   });
 

@@ -3,19 +3,55 @@ import { ApiError, invalidParameter } from './envelope';
 type ParamValue = string | File;
 
 /**
- * The most bytes a request body may have. Parameters are read before authentication (an app key may come as a form
- * field), so this bounds what anyone can make the Worker read: a query image is at most 10 MB (spec 8) and 1 MB more
- * leaves room for its multipart framing and the other parameters.
+ * The most bytes a request body may have: a query image is at most 10 MB (spec 8) and 1 MB more leaves room for its
+ * multipart framing and the other parameters.
  */
 export const MAX_BODY_BYTES = 11 * 1024 * 1024;
 
+/**
+ * What a body may hold when it must be read to find its credentials: an app key in a form field, which the
+ * JavaScript SDK sends after the image in a multipart body. Credentials in a header or the query string are checked
+ * before any body is read (auth/middleware.ts); only this case reads one first, and parsing it stays cheap: an
+ * urlencoded body of search parameters is small, and a multipart one has few parts, whatever its image weighs.
+ */
+export const UNAUTHENTICATED_BODY = { maxUrlencodedBytes: 64 * 1024, maxParts: 256 } as const;
+
+export type BodyLimits = { maxBytes: number; unauthenticated?: boolean };
+
 const FORM_TYPES = ['multipart/form-data', 'application/x-www-form-urlencoded'];
 
-const bodyTooLarge = (maxBytes: number): ApiError =>
-  new ApiError(413, `The request body exceeds the ${Math.floor(maxBytes / (1024 * 1024))}MB limit.`);
+const bodyTooLarge = (maxBytes: number, unauthenticated = false): ApiError =>
+  unauthenticated && maxBytes < 1024 * 1024
+    ? new ApiError(413, `A request without credentials in a header or the query string may send at most ${maxBytes / 1024}KB of urlencoded parameters.`)
+    : new ApiError(413, `The request body exceeds the ${Math.floor(maxBytes / (1024 * 1024))}MB limit.`);
 
-/** The whole body, refused with 413 as soon as more than `maxBytes` have come, whatever its `content-length` said. */
-async function readCapped(body: ReadableStream<Uint8Array>, maxBytes: number): Promise<Blob> {
+function addTo(values: Map<string, ParamValue[]>, name: string, value: ParamValue): void {
+  const list = values.get(name);
+  if (list) list.push(value);
+  else values.set(name, [value]);
+}
+
+/** How many parts a multipart body has, counted by its delimiters without parsing it. */
+async function partCount(body: Blob, type: string): Promise<number> {
+  const boundary = /boundary="?([^";]+)"?/i.exec(type)?.[1];
+  if (!boundary) return 0;
+  const bytes = new Uint8Array(await body.arrayBuffer());
+  const delimiter = new TextEncoder().encode(`--${boundary}`);
+  let count = 0;
+  for (let at = bytes.indexOf(delimiter[0]!); at >= 0 && at + delimiter.length <= bytes.length; at = bytes.indexOf(delimiter[0]!, at + 1)) {
+    let matched = 1;
+    while (matched < delimiter.length && bytes[at + matched] === delimiter[matched]) matched++;
+    if (matched === delimiter.length) {
+      count++;
+      at += delimiter.length - 1;
+    }
+  }
+  // The last delimiter closes the body.
+  return Math.max(0, count - 1);
+}
+
+/** The whole body, refused as soon as more than `maxBytes` have come, whatever its `content-length` said. */
+async function readCapped(body: ReadableStream<Uint8Array>, maxBytes: number, unauthenticated?: boolean): Promise<Blob> {
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -30,7 +66,7 @@ async function readCapped(body: ReadableStream<Uint8Array>, maxBytes: number): P
     size += chunk.value.byteLength;
     if (size > maxBytes) {
       await reader.cancel().catch(() => undefined);
-      throw bodyTooLarge(maxBytes);
+      throw bodyTooLarge(maxBytes, unauthenticated);
     }
     chunks.push(chunk.value);
   }
@@ -38,7 +74,8 @@ async function readCapped(body: ReadableStream<Uint8Array>, maxBytes: number): P
 
 /**
  * A request's parameters, read from the query string and from an urlencoded or multipart body alike, merged,
- * repeated keys kept in order (docs/decisions.md). Typed values are read through their schemas (readParam, param-schema.ts).
+ * repeated keys kept in order (docs/decisions.md). Typed values are read through their schemas (readParam,
+ * param-schema.ts). The query string is read first, the body once the credentials allow (auth/middleware.ts).
  */
 export class RequestParams {
   readonly #values: Map<string, ParamValue[]>;
@@ -47,30 +84,39 @@ export class RequestParams {
     this.#values = values;
   }
 
-  /** Bodies of other types are never read; any body longer than `maxBodyBytes` is refused with 413. */
-  static async from(request: Request, maxBodyBytes = MAX_BODY_BYTES): Promise<RequestParams> {
+  /** The query string's parameters: what can be read before the body. */
+  static fromQuery(request: Request): RequestParams {
     const values = new Map<string, ParamValue[]>();
-    const add = (name: string, value: ParamValue): void => {
-      const list = values.get(name);
-      if (list) list.push(value);
-      else values.set(name, [value]);
-    };
-    for (const [name, value] of new URL(request.url).searchParams) add(name, value);
+    for (const [name, value] of new URL(request.url).searchParams) addTo(values, name, value);
+    return new RequestParams(values);
+  }
 
-    // A body declared too long is refused before a byte of it is read; one sent without a length, while it streams.
-    if (Number(request.headers.get('content-length') ?? 0) > maxBodyBytes) throw bodyTooLarge(maxBodyBytes);
+  /**
+   * These parameters and those of an urlencoded or multipart body, after them. Bodies of other types are never read;
+   * one longer than `maxBytes` is refused, and an unauthenticated one past UNAUTHENTICATED_BODY too.
+   */
+  async withBody(request: Request, limits: BodyLimits): Promise<RequestParams> {
+    const values = new Map([...this.#values].map(([name, list]) => [name, [...list]]));
     // Media types are case-insensitive (RFC 9110); the boundary parameter is not, so the header is passed on as is.
     const type = request.headers.get('content-type') ?? '';
-    if (request.body && FORM_TYPES.some((form) => type.toLowerCase().startsWith(form))) {
-      const body = await readCapped(request.body, maxBodyBytes);
-      let form: FormData;
-      try {
-        form = await new Response(body, { headers: { 'content-type': type } }).formData();
-      } catch {
-        throw invalidParameter('The request body could not be parsed as form data.');
-      }
-      for (const [name, value] of form) add(name, value);
+    const form = FORM_TYPES.find((candidate) => type.toLowerCase().startsWith(candidate));
+    if (!request.body || !form) return new RequestParams(values);
+
+    const maxBytes =
+      limits.unauthenticated && form === 'application/x-www-form-urlencoded' ? UNAUTHENTICATED_BODY.maxUrlencodedBytes : limits.maxBytes;
+    // A body declared too long is refused before a byte of it is read; one sent without a length, while it streams.
+    if (Number(request.headers.get('content-length') ?? 0) > maxBytes) throw bodyTooLarge(maxBytes, limits.unauthenticated);
+    const body = await readCapped(request.body, maxBytes, limits.unauthenticated);
+    if (limits.unauthenticated && form === 'multipart/form-data' && (await partCount(body, type)) > UNAUTHENTICATED_BODY.maxParts) {
+      throw invalidParameter(`A request without credentials in a header or the query string may send at most ${UNAUTHENTICATED_BODY.maxParts} form parts.`);
     }
+    let parsed: FormData;
+    try {
+      parsed = await new Response(body, { headers: { 'content-type': type } }).formData();
+    } catch {
+      throw invalidParameter('The request body could not be parsed as form data.');
+    }
+    for (const [name, value] of parsed) addTo(values, name, value);
     return new RequestParams(values);
   }
 

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MAX_FQ_LENGTH, MAX_PAREN_DEPTH } from '../../src/filter';
-import { MAX_BODY_BYTES } from '../../src/http/params';
+import { MAX_BODY_BYTES, UNAUTHENTICATED_BODY } from '../../src/http/params';
 import { INSERT_MAX_BODY_BYTES } from '../../src/routes/data';
 import { basicAuth, call, createApp, fixtureUrl, imageBytes, insertAndWait, type Credentials } from './helpers';
 
@@ -123,7 +123,7 @@ describe('hostile requests', () => {
       await expectDataFailure(await call('/insert', withAuth(init)), 'insert', FORM_UNREADABLE);
     });
 
-    it('refuses an unreadable body before authentication', async () => {
+    it('refuses an unreadable body that must carry the app key', async () => {
       const response = await call('/uploadsearch', multipart('b', 'garbage'));
       await expectSearchFailure(response, 'uploadsearch', FORM_UNREADABLE);
     });
@@ -149,25 +149,73 @@ describe('hostile requests', () => {
       expect(await response.json()).toEqual({ status: 'fail', method: 'remove', error, total: 0, result: [] });
     });
 
-    it(`refuses a body over ${MAX_BODY_BYTES / MB} MB as too large, before authentication`, async () => {
+    it(`refuses a body over ${MAX_BODY_BYTES / MB} MB as too large`, async () => {
       const body = new URLSearchParams({ x: 'a'.repeat(MAX_BODY_BYTES) });
-      await expectSearchFailure(await call('/uploadsearch', { method: 'POST', body }), 'uploadsearch', TOO_LARGE);
-      await expectDataFailure(await call('/remove', { method: 'POST', body }), 'remove', TOO_LARGE);
+      await expectSearchFailure(await call('/uploadsearch', withAuth({ method: 'POST', body })), 'uploadsearch', TOO_LARGE);
+      await expectDataFailure(await call('/remove', withAuth({ method: 'POST', body })), 'remove', TOO_LARGE);
     });
 
     it('refuses a body whose declared length passes the limit before reading it', async () => {
       const { body, pulled } = countedStream(4 * MAX_BODY_BYTES);
       const headers = { ...URLENCODED, 'content-length': String(4 * MAX_BODY_BYTES + 2) };
-      const response = await call('/discoversearch', { method: 'POST', headers, body });
+      const response = await call('/discoversearch', withAuth({ method: 'POST', headers, body }));
       await expectSearchFailure(response, 'discoversearch', TOO_LARGE);
       expect(pulled()).toBeLessThan(MB);
     });
 
     it('stops reading a body without a length as soon as it passes the limit', async () => {
       const { body, pulled } = countedStream(4 * MAX_BODY_BYTES);
-      const response = await call('/discoversearch', { method: 'POST', headers: URLENCODED, body });
+      const response = await call('/discoversearch', withAuth({ method: 'POST', headers: URLENCODED, body }));
       await expectSearchFailure(response, 'discoversearch', TOO_LARGE);
       expect(pulled()).toBeLessThan(MAX_BODY_BYTES + 2 * MB);
+    });
+  });
+
+  describe('credentials before bodies', () => {
+    const UNAUTHENTICATED_URLENCODED = `A request without credentials in a header or the query string may send at most ${UNAUTHENTICATED_BODY.maxUrlencodedBytes / 1024}KB of urlencoded parameters.`;
+
+    it('answers a data endpoint without a Basic header at once, reading none of its body', async () => {
+      for (const path of ['/insert', '/remove']) {
+        const { body, pulled } = countedStream(4 * MAX_BODY_BYTES);
+        await expectDataFailure(await call(path, { method: 'POST', headers: URLENCODED, body }), path.slice(1), 'Unauthorized.');
+        expect(pulled(), path).toBeLessThan(MB);
+      }
+    });
+
+    it('checks wrong Basic credentials, and an app key in the query string, before reading the body', async () => {
+      const wrong = basicAuth({ access_key: app.access_key, secret_key: 'wrong' });
+      const cases: [string, Record<string, string>][] = [
+        ['/insert', wrong],
+        ['/discoversearch', wrong],
+        ['/discoversearch?access_key=not-a-key', {}],
+      ];
+      for (const [path, headers] of cases) {
+        const { body, pulled } = countedStream(4 * MAX_BODY_BYTES);
+        const response = await call(path, { method: 'POST', headers: { ...URLENCODED, ...headers }, body });
+        const answer = await response.json<Envelope>();
+        expect([response.status, answer.status, answer.error], path).toEqual([200, 'fail', ['Invalid access key or secret key.']]);
+        expect(pulled(), path).toBeLessThan(MB);
+      }
+    });
+
+    it('reads a body that must carry the app key under tight limits: little urlencoded text, few multipart parts', async () => {
+      const { body, pulled } = countedStream(4 * MAX_BODY_BYTES);
+      await expectSearchFailure(await call('/uploadsearch', { method: 'POST', headers: URLENCODED, body }), 'uploadsearch', UNAUTHENTICATED_URLENCODED);
+      expect(pulled()).toBeLessThan(MB);
+
+      const parts = Array.from({ length: UNAUTHENTICATED_BODY.maxParts + 1 }, (_, k) => `--b\r\n${part(`p${k}`, 'x')}`).join('');
+      const manyParts = multipart('b', `${parts}--b--\r\n`);
+      const message = `A request without credentials in a header or the query string may send at most ${UNAUTHENTICATED_BODY.maxParts} form parts.`;
+      await expectSearchFailure(await call('/uploadsearch', manyParts), 'uploadsearch', message);
+      // With credentials in the header the same parts are read: the call then fails on what they say.
+      await expectSearchFailure(await call('/uploadsearch', withAuth(manyParts)), 'uploadsearch', EMPTY_COLLECTION);
+    });
+
+    it('still takes an app key sent after a 10 MB image in a multipart body, as the JavaScript SDK sends it', async () => {
+      const form = new FormData();
+      form.append('image', new Blob([new Uint8Array(10 * MB)]), 'photo.jpg');
+      form.append('access_key', app.app_key);
+      await expectSearchFailure(await call('/uploadsearch', { method: 'POST', body: form }), 'uploadsearch', EMPTY_COLLECTION);
     });
 
     it('lets /insert carry the spec-sized batch that other endpoints refuse, up to its own limit', async () => {
