@@ -3,6 +3,7 @@ import { dataErrorEntry, type DataErrorEntry } from '../http/envelope';
 import { DATA_ERRORS, lengthExceeded, wrongDataType, type DataError } from '../http/messages';
 import type { RequestParams } from '../http/params';
 import type { SchemaField } from '../storage/apps';
+import { oversizedVectorField } from '../storage/vectors';
 import type { ImageMetadata } from '../storage/images';
 import type { InsertItem } from '../storage/transactions';
 
@@ -91,7 +92,11 @@ function typedMetadata(fields: Map<string, string>, schema: Map<string, SchemaFi
   return metadata;
 }
 
-/** Reads and checks an `/insert` call: good images are accepted, each bad one gets its own error entry (spec 7.2). */
+/**
+ * Reads and checks an `/insert` call: good images are accepted, each bad one gets its own error entry (spec 7.2). A
+ * value within the API's 5000 characters whose bytes the vector index cannot hold (10 KiB of filterable metadata a
+ * vector) is refused here with 106, rather than failing in the consumer.
+ */
 export function parseInsert(params: RequestParams, schema: SchemaField[]): ParsedInsert {
   const images = groupByIndex(params);
   if (images.size > INSERT_LIMITS.maxImages) return { kind: 'too_many', error: DATA_ERRORS.batchTooLarge };
@@ -104,7 +109,13 @@ export function parseInsert(params: RequestParams, schema: SchemaField[]): Parse
       rejected.push(dataErrorEntry(error, { index, im_name: fields.get('im_name') }));
       continue;
     }
-    accepted.push({ index, imName: fields.get('im_name')!, imUrl: fields.get('im_url') || null, metadata: typedMetadata(fields, fieldsByName) });
+    const metadata = typedMetadata(fields, fieldsByName);
+    const oversized = oversizedVectorField(metadata, schema);
+    if (oversized !== undefined) {
+      rejected.push(dataErrorEntry(lengthExceeded(oversized), { index, im_name: fields.get('im_name') }));
+      continue;
+    }
+    accepted.push({ index, imName: fields.get('im_name')!, imUrl: fields.get('im_url') || null, metadata });
   }
   return { kind: 'images', accepted, rejected };
 }

@@ -2,6 +2,7 @@ import type { Env } from '../env';
 import type { DetectedObject, PaletteColor } from '../ports/inference/types';
 import { paletteVector } from '../search/color-embedding';
 import { vectorIndex } from '../ports/vector-index';
+import { metadataBytes, VECTORIZE_LIMITS } from '../ports/vector-index/limits';
 import type { VectorIndex, VectorMetadata } from '../ports/vector-index/types';
 import type { SchemaField } from './apps';
 import type { ImageMetadata } from './images';
@@ -103,4 +104,20 @@ export function vectorMetadata(metadata: ImageMetadata, schema: SchemaField[]): 
     if (key && field.searchable && field.type !== 'text' && value !== undefined) carried[key] = value;
   }
   return carried;
+}
+
+/** Object vectors carry the product type besides the image's metadata: room for a type name of this many bytes. */
+const OBJECT_TYPE_ROOM = { [OBJECT_TYPE_KEY]: 'x'.repeat(64) };
+
+/**
+ * The field that makes an image's vector metadata too large for the index (Vectorize holds 10 KiB a vector): the
+ * largest it carries, or undefined when it fits. A 5000-character value fits the API's limit but may not fit here.
+ */
+export function oversizedVectorField(metadata: ImageMetadata, schema: SchemaField[]): string | undefined {
+  const carried = vectorMetadata(metadata, schema);
+  if (metadataBytes({ ...carried, ...OBJECT_TYPE_ROOM }) <= VECTORIZE_LIMITS.maxMetadataBytes) return undefined;
+  const sizes = schema
+    .filter((field) => vectorMetadataKey(field.name) && vectorMetadataKey(field.name)! in carried)
+    .map((field) => ({ name: field.name, bytes: metadataBytes({ value: carried[vectorMetadataKey(field.name)!]! }) }));
+  return sizes.sort((a, b) => b.bytes - a.bytes)[0]?.name;
 }

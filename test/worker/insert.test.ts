@@ -12,6 +12,8 @@ describe('POST /insert validation (spec 7.2)', () => {
   const schema = [
     { name: 'price', type: 'float' as const },
     { name: 'stock', type: 'int' as const },
+    { name: 'brand', type: 'string' as const, searchable: true },
+    { name: 'story', type: 'text' as const, searchable: true },
   ];
 
   it.each([
@@ -28,6 +30,8 @@ describe('POST /insert validation (spec 7.2)', () => {
     ['a float field with text', { im_name: 'a', im_url: HEN, price: 'cheap' }, 109, 'price should be of data type float.'],
     ['an int field with a fraction', { im_name: 'a', im_url: HEN, stock: '1.5' }, 109, 'stock should be of data type int.'],
     ['an int field past 2^53', { im_name: 'a', im_url: HEN, stock: '9007199254740993' }, 109, 'stock should be of data type int.'],
+    // 5000 characters, but 15 KB: more than the vector index holds as filterable metadata (10 KiB a vector).
+    ['a searchable value too large in bytes for the vector index', { im_name: 'a', im_url: HEN, brand: '€'.repeat(5000) }, 106, 'brand exceeds length limit.'],
   ])('rejects %s', async (_, image, code, message) => {
     const app = await createApp('shop', schema);
     const response = await insert(app, [{ im_name: 'ok', im_url: FAILING }, image]);
@@ -41,6 +45,9 @@ describe('POST /insert validation (spec 7.2)', () => {
     ['every allowed im_name character', { im_name: 'Az09-_.:x', im_url: FAILING }],
     ['an im_name of 128', { im_name: 'n'.repeat(128), im_url: FAILING }],
     ['a value of 5000', { im_name: 'a', im_url: FAILING, note: 'y'.repeat(5000) }],
+    ['a searchable value of 5000 bytes', { im_name: 'a', im_url: FAILING, brand: 'y'.repeat(5000) }],
+    // Text fields are matched after the query, never carried by the vectors.
+    ['a text value of 15 KB', { im_name: 'a', im_url: FAILING, story: '€'.repeat(5000) }],
     ['32 keys', { im_name: 'a', im_url: FAILING, ...fields(30) }],
     ['typed numbers', { im_name: 'a', im_url: FAILING, price: '-1.5e2', stock: '+42' }],
   ])('accepts %s', async (_, image) => {

@@ -22,6 +22,9 @@ export class VectorLimitError extends Error {
 
 const byteLength = (text: string): number => new TextEncoder().encode(text).byteLength;
 
+/** What a vector's metadata weighs against maxMetadataBytes: its JSON in UTF-8. */
+export const metadataBytes = (metadata: VectorMetadata): number => byteLength(JSON.stringify(metadata));
+
 function check(condition: boolean, message: string): asserts condition {
   if (!condition) throw new VectorLimitError(message);
 }
@@ -43,7 +46,7 @@ function checkNamespace(namespace: string): void {
 }
 
 function checkMetadata(metadata: VectorMetadata): void {
-  check(byteLength(JSON.stringify(metadata)) <= VECTORIZE_LIMITS.maxMetadataBytes, 'metadata over 10 KiB');
+  check(metadataBytes(metadata) <= VECTORIZE_LIMITS.maxMetadataBytes, 'metadata over 10 KiB');
 }
 
 export function checkQuery(query: VectorQuery, vector: number[], dimensions: number | undefined): void {
