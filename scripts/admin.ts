@@ -6,8 +6,9 @@ const USAGE = `Usage: npm run admin -- <command>
   get-app <app_id>                          show an application and its schema
   set-schema <app_id> <name:type[:searchable]>...
                                             replace the schema; type is string, int, float or text
-  set-limits <app_id> <image_limit|pending_limit>=<number|none>...
-                                            cap the collection size or the images waiting to be processed
+  set-limits <app_id> <limit>=<number|none>...
+                                            image_limit (collection size), pending_limit (images waiting to be
+                                            processed), searches_per_minute, upload_bytes_per_minute
 
 Environment: API_URL (default http://127.0.0.1:$PORT, PORT 8787), ADMIN_TOKEN (default dev-admin-token).`;
 
@@ -19,10 +20,12 @@ function parseField(spec: string): Field {
   return { name, type: type as Field['type'], searchable: flag === 'searchable' };
 }
 
+const LIMITS = ['image_limit', 'pending_limit', 'searches_per_minute', 'upload_bytes_per_minute'];
+
 function parseLimit(spec: string): [string, number | null] {
   const [name = '', value = ''] = spec.split('=');
-  if (!['image_limit', 'pending_limit'].includes(name) || !/^(\d+|none)$/.test(value)) {
-    throw new Error(`bad limit "${spec}": expected image_limit=<number|none> or pending_limit=<number|none>`);
+  if (!LIMITS.includes(name) || !/^(\d+|none)$/.test(value)) {
+    throw new Error(`bad limit "${spec}": expected <${LIMITS.join('|')}>=<number|none>`);
   }
   return [name, value === 'none' ? null : Number(value)];
 }

@@ -1,4 +1,4 @@
-/** Thrown by ConcurrencyLimit.run when as many jobs already wait as the limit allows. */
+/** Thrown by ConcurrencyLimit.run when as many jobs already wait as the limit allows, and by ByteBudget. */
 export class SaturatedError extends Error {
   constructor(waiting: number) {
     super(`${waiting} jobs are already waiting`);
@@ -39,5 +39,45 @@ export class ConcurrencyLimit {
       this.#active--;
       this.#waiting.shift()?.();
     }
+  }
+}
+
+/** Bytes held under a ByteBudget: more may be taken as a body streams in; release gives them all back. */
+export type BytesHeld = { take(bytes: number): void; release(): void };
+
+/**
+ * Bytes of request bodies the service holds at once, taken before and while a body is read and given back once its
+ * prediction is answered: without it, callers past the prediction limit would still each have their body read (up
+ * to 50 MB) before being counted. Bytes past the budget are refused at once.
+ */
+export class ByteBudget {
+  readonly #max: number;
+  #held = 0;
+
+  constructor(max: number) {
+    if (!(Number.isInteger(max) && max >= 1)) throw new Error(`the byte budget must be a positive integer, got ${max}`);
+    this.#max = max;
+  }
+
+  get held(): number {
+    return this.#held;
+  }
+
+  /** Takes `bytes` now (a body's declared length); throws SaturatedError when they, or any taken later, do not fit. */
+  hold(bytes: number): BytesHeld {
+    let mine = 0;
+    const take = (more: number): void => {
+      if (this.#held + more > this.#max) throw new SaturatedError(this.#held);
+      this.#held += more;
+      mine += more;
+    };
+    take(bytes);
+    return {
+      take,
+      release: () => {
+        this.#held -= mine;
+        mine = 0;
+      },
+    };
   }
 }

@@ -22,7 +22,7 @@ import type { ExternalDetections } from './models/detect/detect-task.ts';
 import { isTask, TASKS, type Task } from './models/task-model.ts';
 import { predict } from './predict.ts';
 import { createRuntime, runtimeNameFromEnv } from './runtime/select.ts';
-import { ConcurrencyLimit, SaturatedError } from './concurrency-limit.ts';
+import { ByteBudget, ConcurrencyLimit, SaturatedError, type BytesHeld } from './concurrency-limit.ts';
 
 const MAX_BODY_BYTES = 50 * 1024 * 1024;
 
@@ -45,6 +45,12 @@ if (!(Number.isInteger(maxWaiting) && maxWaiting >= 0)) {
 // As many predictions in flight as one embedder batch holds: enough to fill batches, few enough to bound memory.
 // Waiting requests hold their bodies (up to MAX_BODY_BYTES each): bounding them bounds memory under overload too.
 const inFlight = new ConcurrencyLimit(modelSet.maxBatch, maxWaiting);
+const maxBodyMegabytes = Number(process.env.INFERENCE_MAX_BODY_MB || 256);
+if (!(Number.isInteger(maxBodyMegabytes) && maxBodyMegabytes >= MAX_BODY_BYTES / (1024 * 1024))) {
+  throw new Error(`INFERENCE_MAX_BODY_MB must be an integer of at least ${MAX_BODY_BYTES / (1024 * 1024)}, got "${process.env.INFERENCE_MAX_BODY_MB}"`);
+}
+// Bodies held at once, counted before they are read: the memory of requests still reading or waiting is bounded too.
+const bodies = new ByteBudget(maxBodyMegabytes * 1024 * 1024);
 
 const server = http.createServer((request, response) => {
   handle(request, response).catch((error: unknown) => sendError(response, error));
@@ -84,14 +90,19 @@ async function handle(request: http.IncomingMessage, response: http.ServerRespon
     if (!models) throw new ApiError(503, 'loading', 'Models are still loading; retry shortly.');
     // Refused before the body is read: an overloaded service should cost its callers as little as possible.
     if (inFlight.saturated) throw new SaturatedError(maxWaiting);
-    const form = await readMultipart(request);
-    const tasks = parseTasks(form.get('tasks'));
-    const image = form.get('image');
-    if (!(image instanceof File)) throw new ApiError(400, 'missing_image', 'The form field "image" must be a file.');
-    const box = parseBox(form.get('box'));
-    const detections = parseDetections(form.get('detections'), tasks);
-    const bytes = new Uint8Array(await image.arrayBuffer());
-    sendJson(response, 200, await predict(bytes, tasks, models, inFlight, { box, detections }));
+    const held = bodies.hold(0);
+    try {
+      const form = await readMultipart(request, held);
+      const tasks = parseTasks(form.get('tasks'));
+      const image = form.get('image');
+      if (!(image instanceof File)) throw new ApiError(400, 'missing_image', 'The form field "image" must be a file.');
+      const box = parseBox(form.get('box'));
+      const detections = parseDetections(form.get('detections'), tasks);
+      const bytes = new Uint8Array(await image.arrayBuffer());
+      sendJson(response, 200, await predict(bytes, tasks, models, inFlight, { box, detections }));
+    } finally {
+      held.release();
+    }
     return;
   }
   throw new ApiError(404, 'not_found', `No route for ${pathname}.`);
@@ -112,19 +123,25 @@ function requireMethod(request: http.IncomingMessage, response: http.ServerRespo
   }
 }
 
-/** Reads the whole body (at most MAX_BODY_BYTES) and parses it as multipart/form-data. */
-async function readMultipart(request: http.IncomingMessage): Promise<FormData> {
+/**
+ * Reads the whole body (at most MAX_BODY_BYTES) and parses it as multipart/form-data; its declared length is taken
+ * from the body budget before a byte is read, and whatever comes past it as it comes.
+ */
+async function readMultipart(request: http.IncomingMessage, held: BytesHeld): Promise<FormData> {
   const contentType = request.headers['content-type'] ?? '';
   if (!/^multipart\/form-data\s*;/i.test(contentType)) {
     throw new ApiError(400, 'bad_request', 'The body must be multipart/form-data.');
   }
   const tooLarge = () => new ApiError(413, 'payload_too_large', `The body exceeds ${MAX_BODY_BYTES} bytes.`);
-  if (Number(request.headers['content-length']) > MAX_BODY_BYTES) throw tooLarge();
+  const declared = Number(request.headers['content-length'] ?? 0);
+  if (declared > MAX_BODY_BYTES) throw tooLarge();
+  held.take(declared);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of request as AsyncIterable<Buffer>) {
     size += chunk.length;
     if (size > MAX_BODY_BYTES) throw tooLarge();
+    if (size > declared) held.take(Math.min(chunk.length, size - declared));
     chunks.push(chunk);
   }
   try {

@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ConcurrencyLimit, SaturatedError } from '../src/concurrency-limit.ts';
-import { IMAGES_DIR, startServer, type RunningServer } from './harness.ts';
+import { IMAGES_DIR, runUntilExit, startServer, type RunningServer } from './harness.ts';
 
 describe('ConcurrencyLimit', () => {
   test('refuses a job only when every slot is busy and the waiting line is full', async () => {
@@ -44,5 +44,37 @@ describe('INFERENCE_MAX_WAITING', () => {
       else assert.equal(status, 200);
     }
     assert.equal((await server.predict(bytes)).status, 200);
+  });
+});
+
+describe('INFERENCE_MAX_BODY_MB', () => {
+  let server: RunningServer;
+  before(async () => {
+    server = await startServer({ INFERENCE_MAX_BODY_MB: '50' });
+  });
+  after(() => server.stop());
+
+  test('counts bodies before it reads them: past the budget a request is answered busy at once', async () => {
+    // Three 30 MB bodies at once hold 90 MB: at most one fits 50 MB; the others are refused from their length.
+    const big = new Uint8Array(30 * 1024 * 1024);
+    const send = async (): Promise<number> => {
+      const form = new FormData();
+      form.set('tasks', 'embed');
+      form.set('image', new Blob([big]), 'big');
+      const response = await fetch(`${server.baseUrl}/predict`, { method: 'POST', body: form });
+      await response.arrayBuffer();
+      return response.status;
+    };
+    const statuses = await Promise.all([send(), send(), send()]);
+    assert.ok(statuses.filter((status) => status === 503).length >= 2, `expected two 503 among ${statuses.join(',')}`);
+    // What was held is given back: a normal prediction goes through.
+    const bytes = await readFile(path.join(IMAGES_DIR, 'opencv-doc_plant.jpg'));
+    assert.equal((await server.predict(bytes)).status, 200);
+  });
+
+  test('refuses a budget smaller than one body', async () => {
+    const { code, output } = await runUntilExit({ INFERENCE_MAX_BODY_MB: '10' });
+    assert.notEqual(code, 0);
+    assert.match(output, /INFERENCE_MAX_BODY_MB must be an integer of at least 50/);
   });
 });

@@ -31,20 +31,22 @@ export class ApiError extends Error {
   readonly httpStatus: HttpErrorStatus;
   /** The spec 7.2 code of a numbered data error. */
   readonly code: number | undefined;
+  readonly #retryAfterSeconds: number | undefined;
 
-  constructor(httpStatus: HttpErrorStatus, message: string, code?: number) {
+  constructor(httpStatus: HttpErrorStatus, message: string, code?: number, options: { retryAfterSeconds?: number } = {}) {
     super(message);
     this.httpStatus = httpStatus;
     this.code = code;
+    this.#retryAfterSeconds = options.retryAfterSeconds;
   }
 
   static data(httpStatus: HttpErrorStatus, error: DataError): ApiError {
     return new ApiError(httpStatus, error.message, error.code);
   }
 
-  /** Busy answers (pending limit, queue, inference) tell the client when to come back. */
+  /** Busy answers (pending limit, queue, inference, rate limits) tell the client when to come back. */
   get retryAfterSeconds(): number | undefined {
-    return this.httpStatus === 429 || this.httpStatus === 503 ? BUSY_RETRY_AFTER_SECONDS : undefined;
+    return this.httpStatus === 429 || this.httpStatus === 503 ? (this.#retryAfterSeconds ?? BUSY_RETRY_AFTER_SECONDS) : undefined;
   }
 
   entry(): ErrorEntry {

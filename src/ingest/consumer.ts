@@ -4,8 +4,9 @@ import { hasSupportedDimensions, probeImage } from '../images/probe';
 import { inference } from '../ports/inference';
 import { UndecodableImageError, type Prediction } from '../ports/inference/types';
 import { imageBlobKey, putImageBlob } from '../storage/blobs';
-import { mergeImageMetadata, upsertImage } from '../storage/images';
-import { getPendingItem, settleItem, type PendingItem } from '../storage/transactions';
+import { applyVersion, mergeImageMetadata } from '../storage/images';
+import { deleteRetiredSoon } from '../storage/retired';
+import { getPendingItem, hasEarlierPendingImage, markStarted, settleItem, settleStatements, type PendingItem } from '../storage/transactions';
 import { getSchema } from '../storage/apps';
 import { replaceVectorMetadata, vectorMetadata, writeImageVectors } from '../storage/vectors';
 import { DownloadError, downloadImage, downloadOptions } from './download';
@@ -23,7 +24,16 @@ class ItemRejected extends Error {
   }
 }
 
-/** Download, check, store, embed, detect, measure colours and index one image; the item is marked done only once it is searchable. */
+/** Not yet: the item is sent again after DEFER_SECONDS, without counting as a failure. */
+class ItemDeferred extends Error {}
+const DEFER_SECONDS = 5;
+
+/**
+ * Download, check, store, embed, detect, measure colours and index one image as a new version under the item's
+ * `seq`: bytes and vectors first, then one D1 batch that makes the version the image's and settles the item
+ * (storage/images.ts). A failure before that batch leaves the previous version as it was, fully searchable; what the
+ * new version wrote is retired if it never applies.
+ */
 async function ingest(env: Env, item: PendingItem & { imUrl: string }): Promise<void> {
   let bytes: Uint8Array;
   try {
@@ -44,32 +54,44 @@ async function ingest(env: Env, item: PendingItem & { imUrl: string }): Promise<
     throw error;
   }
 
-  const blobKey = imageBlobKey(item.appId, item.imName);
+  const blobKey = imageBlobKey(item.appId, item.imName, item.seq);
   await putImageBlob(env.BLOBS, blobKey, bytes, info.format);
   const objects = prediction.detect!.objects;
-  const image = await upsertImage(env.DB, {
-    appId: item.appId,
-    imName: item.imName,
-    imUrl: item.imUrl,
-    blobKey,
-    format: info.format,
-    width: info.width,
-    height: info.height,
-    metadata: item.metadata,
-    objectCount: objects.length,
-    colors: prediction.colors!.palette,
-  });
   const metadata = vectorMetadata(item.metadata, await getSchema(env.DB, item.appId));
-  await writeImageVectors(env, { ...image, appId: item.appId, metadata }, prediction.embed!.vector, prediction.colors!.palette, objects);
-  await settleItem(env.DB, item.transId, item.index, { state: 'done' });
+  await writeImageVectors(env, { id: item.seq, appId: item.appId, metadata }, prediction.embed!.vector, prediction.colors!.palette, objects);
+  await applyVersion(
+    env.DB,
+    {
+      id: item.seq,
+      appId: item.appId,
+      imName: item.imName,
+      imUrl: item.imUrl,
+      blobKey,
+      format: info.format,
+      width: info.width,
+      height: info.height,
+      metadata: item.metadata,
+      objectCount: objects.length,
+      colors: prediction.colors!.palette,
+    },
+    // A version that lost to a later operation on the name is still done: the item was processed, the later one won.
+    settleStatements(env.DB, item.transId, item.index, { state: 'done' }),
+  );
+  await deleteRetiredSoon(env, item.appId);
 }
 
-/** A metadata-only update: D1 and the vectors' metadata change; the image, its embedding and colours stay. */
+/**
+ * A metadata-only update: D1 and the vectors' metadata change; the image, its embedding and colours stay. It waits
+ * for image items of the name accepted before it, and changes nothing over a version that came after it.
+ */
 async function updateMetadata(env: Env, item: PendingItem): Promise<void> {
-  const image = await mergeImageMetadata(env.DB, item.appId, item.imName, item.metadata);
-  // Removed since the insert was accepted: there is nothing left to update.
-  if (!image) throw new ItemRejected(DATA_ERRORS.imageNotFound);
-  await replaceVectorMetadata(env, image, vectorMetadata(image.metadata, await getSchema(env.DB, item.appId)));
+  if (await hasEarlierPendingImage(env.DB, item.appId, item.imName, item.seq)) throw new ItemDeferred();
+  const merged = await mergeImageMetadata(env.DB, item.appId, item.imName, item.metadata, item.seq);
+  // Removed since the update was accepted: there is nothing left to update.
+  if (merged.kind === 'missing') throw new ItemRejected(DATA_ERRORS.imageNotFound);
+  if (merged.kind === 'merged') {
+    await replaceVectorMetadata(env, merged.image, vectorMetadata(merged.image.metadata, await getSchema(env.DB, item.appId)));
+  }
   await settleItem(env.DB, item.transId, item.index, { state: 'done' });
 }
 
@@ -81,10 +103,17 @@ async function handle(env: Env, message: Message<InsertMessage>): Promise<void> 
     return;
   }
   try {
+    await markStarted(env.DB, transId, index);
     if (item.imUrl === null) await updateMetadata(env, item);
     else await ingest(env, { ...item, imUrl: item.imUrl });
     message.ack();
   } catch (error) {
+    if (error instanceof ItemDeferred) {
+      // Waiting is not failing: a new message, so that the wait spends none of this one's deliveries.
+      await env.INSERT_QUEUE.send({ transId, index }, { delaySeconds: DEFER_SECONDS });
+      message.ack();
+      return;
+    }
     if (error instanceof ItemRejected) {
       await settleItem(env.DB, transId, index, { state: 'failed', code: error.error.code, message: error.error.message });
       message.ack();

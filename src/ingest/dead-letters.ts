@@ -1,10 +1,27 @@
 import type { Env } from '../env';
 import { GENERAL } from '../http/messages';
-import { settleItem, type ItemOutcome } from '../storage/transactions';
+import { MAX_DETECTED_OBJECTS } from '../ports/inference/types';
+import { imageBlobKey } from '../storage/blobs';
+import { retireVersion } from '../storage/images';
+import { getPendingItem, settleItem, type ItemOutcome } from '../storage/transactions';
 import type { InsertMessage } from './message';
 
 /** How an item ends when retrying gave up on it: here, and in the sweeper. */
 export const FAILED_BY_SYSTEM: ItemOutcome = { state: 'failed', code: 500, message: GENERAL.systemError };
+
+/**
+ * Gives an item up, once: settled as a system error, and the version it may have begun to write (bytes, vectors) is
+ * retired, so nothing it left stays behind. The dead-letter consumer and the sweeper end items this way.
+ */
+export async function failForGood(env: Env, transId: number, index: number): Promise<void> {
+  const item = await getPendingItem(env.DB, transId, index);
+  if (!item) return;
+  if (item.imUrl !== null) {
+    const blobKey = imageBlobKey(item.appId, item.imName, item.seq);
+    await retireVersion(env.DB, { id: item.seq, appId: item.appId, blobKey, maxObjects: MAX_DETECTED_OBJECTS });
+  }
+  await settleItem(env.DB, transId, index, FAILED_BY_SYSTEM);
+}
 
 /** Dead-letter queues are named after their queue with `-dlq` (wrangler.toml). */
 export const isDeadLetterQueue = (queue: string): boolean => queue.endsWith('-dlq');
@@ -18,7 +35,7 @@ export async function consumeDeadLetters(batch: MessageBatch<InsertMessage>, env
   for (const message of batch.messages) {
     const { transId, index } = message.body;
     console.error(JSON.stringify({ event: 'insert_dead_letter', transId, index, attempts: message.attempts }));
-    await settleItem(env.DB, transId, index, FAILED_BY_SYSTEM);
+    await failForGood(env, transId, index);
     message.ack();
   }
 }

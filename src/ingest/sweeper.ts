@@ -1,32 +1,39 @@
 import type { Env } from '../env';
-import { findStalledItems, recordSweep, settleItem } from '../storage/transactions';
+import { deleteExpiredQueryImages } from '../storage/query-images';
+import { deleteRetiredVersions } from '../storage/retired';
+import { pruneUsage } from '../storage/usage';
+import { findStalledItems, pruneRemovals, recordSweep } from '../storage/transactions';
 import { formatTimestamp } from '../time';
-import { FAILED_BY_SYSTEM } from './dead-letters';
+import { failForGood } from './dead-letters';
 
 /**
- * A transaction with no settled item for this long may have lost queue messages (a consumer that died past its
- * retries without a dead-letter queue, a local queue lost on restart): its pending items are sent again. Longer than
- * an item's whole retry budget (5 deliveries, each a 20 s download and inference calls, 30 s of backoff).
+ * An item a consumer started this long ago without settling it lost its message (the consumer died with it); so
+ * did an item never started while no consumer started anything for this long (a local queue lost on restart). Both
+ * are sent again. Longer than an item's whole retry budget (5 deliveries, each a 20 s download and inference calls,
+ * 30 s of backoff). An item merely queued behind a backlog, however long, is neither.
  */
 export const STALL_MINUTES = 30;
-/** Re-sends of one item before it is given up as failed: at least this many stall periods without progress. */
+/** Re-sends of one item before it is given up as failed. */
 export const MAX_SWEEPS = 3;
 /** Items looked at per run; a larger backlog is taken over the next runs. */
 const ITEMS_PER_RUN = 1000;
+/** Batches of retired versions deleted per run, at most; a larger backlog waits for the next run. */
+const RETIRED_RUNS = 20;
 /** A queue's sendBatch takes at most 100 messages. */
 const SEND_CHUNK = 100;
 
 /**
- * The cron half of "nothing accepted is ever lost": every pending item of a stalled transaction is sent again (a
- * redelivery of an item already settled is a no-op), and one re-sent MAX_SWEEPS times in vain is failed, so that
- * every transaction reaches 100.
+ * The cron half of "nothing accepted is ever lost, nothing removed stays": every pending item whose message looks
+ * lost is sent again (a redelivery of an item already settled is a no-op), and one re-sent MAX_SWEEPS times in vain
+ * is failed, so that every transaction reaches 100; what retired image versions left is deleted; removals no pending
+ * insert can meet, expired query images and old usage windows are forgotten.
  */
 export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent: number; failed: number }> {
   const before = formatTimestamp(new Date(now.getTime() - STALL_MINUTES * 60_000));
   const stalled = await findStalledItems(env.DB, before, ITEMS_PER_RUN);
   const exhausted = stalled.filter((item) => item.sweeps >= MAX_SWEEPS);
   const resend = stalled.filter((item) => item.sweeps < MAX_SWEEPS);
-  for (const item of exhausted) await settleItem(env.DB, item.transId, item.index, FAILED_BY_SYSTEM);
+  for (const item of exhausted) await failForGood(env, item.transId, item.index);
   for (let start = 0; start < resend.length; start += SEND_CHUNK) {
     const chunk = resend.slice(start, start + SEND_CHUNK);
     // Sent before it is counted: a crash in between costs one more re-send at most, never a lost item.
@@ -34,5 +41,9 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
     await recordSweep(env.DB, chunk);
   }
   if (stalled.length > 0) console.warn(JSON.stringify({ event: 'insert_sweep', resent: resend.length, failed: exhausted.length }));
+  for (let run = 0; run < RETIRED_RUNS && (await deleteRetiredVersions(env)) > 0; run++);
+  await pruneRemovals(env.DB);
+  await deleteExpiredQueryImages(env.DB, env.BLOBS, now);
+  await pruneUsage(env.DB, now.getTime());
   return { resent: resend.length, failed: exhausted.length };
 }

@@ -223,7 +223,9 @@ export const OPERATIONS: Operation[] = [
     tag: 'Admin',
     summary: 'Operator settings of an application',
     description:
-      '`image_limit` (collection size) and `pending_limit` (images waiting to be processed), null lifting one; ' +
+      '`image_limit` (collection size), `pending_limit` (images waiting to be processed), `searches_per_minute` and ' +
+      '`upload_bytes_per_minute` (search calls and uploaded query-image bytes a minute, past which searches answer ' +
+      'busy with `Retry-After`), null lifting one; ' +
       '`text_default_operator` between adjacent words of a text `fq`.',
     auth: 'admin',
     pathParams: APP_PATH,

@@ -172,6 +172,8 @@ const adminApp = {
   created_at: z.string(),
   image_limit: z.int().nullable(),
   pending_limit: z.int().nullable(),
+  searches_per_minute: z.int().nullable(),
+  upload_bytes_per_minute: z.int().nullable(),
   text_default_operator: z.enum(['AND', 'OR']),
 };
 const schemaFields = z.object({

@@ -29,5 +29,7 @@ const limit = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable().op
 export const settingsBody = z.object({
   image_limit: limit,
   pending_limit: limit,
+  searches_per_minute: limit,
+  upload_bytes_per_minute: limit,
   text_default_operator: z.enum(['AND', 'OR']).optional(),
 });

@@ -14,6 +14,8 @@ const describe = (app: AppRecord) => ({
   created_at: app.createdAt,
   image_limit: app.limits.imageLimit,
   pending_limit: app.limits.pendingLimit,
+  searches_per_minute: app.limits.searchesPerMinute,
+  upload_bytes_per_minute: app.limits.uploadBytesPerMinute,
   text_default_operator: app.textDefaultOperator,
 });
 
@@ -51,7 +53,8 @@ adminRoutes.get('/apps/:app_id', async (c) => {
 });
 
 /**
- * Operator settings: `image_limit` (collection size) and `pending_limit` (images waiting to be processed), null
+ * Operator settings: `image_limit` (collection size), `pending_limit` (images waiting to be processed),
+ * `searches_per_minute` and `upload_bytes_per_minute` (search calls and uploaded query-image bytes a minute), null
  * lifting one; `text_default_operator` (AND or OR) between adjacent words of a text `fq`.
  */
 adminRoutes.patch('/apps/:app_id', async (c) => {
@@ -60,6 +63,8 @@ adminRoutes.patch('/apps/:app_id', async (c) => {
   await updateSettings(c.env.DB, app.id, {
     imageLimit: body.image_limit,
     pendingLimit: body.pending_limit,
+    searchesPerMinute: body.searches_per_minute,
+    uploadBytesPerMinute: body.upload_bytes_per_minute,
     textDefaultOperator: body.text_default_operator,
   });
   return c.json({ status: 'OK', ...describe(await appOrNotFound(c.env.DB, app.id)) });

@@ -5,6 +5,7 @@ import { endpoint } from '../http/middleware';
 import { paletteVector } from '../search/color-embedding';
 import { readColorQuery } from '../search/color-query';
 import { readSearchOptions } from '../search/options';
+import { searchQuota } from '../search/quota';
 import { emptySearchPage } from '../search/paging';
 import { requireCollection } from '../search/collection';
 import { searchSimilar } from '../search/similar';
@@ -13,7 +14,7 @@ import { getSchema } from '../storage/apps';
 export const colorSearchRoutes = new Hono<AppEnv>();
 
 /** Search by color (spec 4.7): images whose palette (or a detected object's) is nearest the asked colours. */
-colorSearchRoutes.get('/colorsearch', endpoint('colorsearch', { failureFields: emptySearchPage }), authenticate({ allowAppKey: true }), async (c) => {
+colorSearchRoutes.get('/colorsearch', endpoint('colorsearch', { failureFields: emptySearchPage }), authenticate({ allowAppKey: true }), searchQuota, async (c) => {
   const { params, app } = c.var;
   const colors = readColorQuery(params, Number(c.env.COLOR_SEARCH_MAX_COLORS));
   const options = readSearchOptions(params, await getSchema(c.env.DB, app.id), app, { limitName: 'limit', allowGroupBy: true });

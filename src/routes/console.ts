@@ -5,7 +5,6 @@ import { ApiError } from '../http/envelope';
 import { SEARCH_ERRORS } from '../http/messages';
 import { endpoint } from '../http/middleware';
 import { INSERT_LIMITS } from '../ingest/insert-request';
-import { imageBlobKey } from '../storage/blobs';
 import { findImageByName } from '../storage/images';
 
 export const consoleRoutes = new Hono<AppEnv>();
@@ -20,7 +19,7 @@ consoleRoutes.get('/image', endpoint('image', { httpStatuses: true }), authentic
   const imName = params.required('im_name', new ApiError(400, SEARCH_ERRORS.imageNotFound));
   // The collection is what D1 lists: bytes of an image being removed, or of a failed insert, are not shown.
   const image = imName.length <= INSERT_LIMITS.maxNameLength ? await findImageByName(c.env.DB, app.id, imName) : null;
-  const blob = image && (await c.env.BLOBS.get(imageBlobKey(app.id, image.im_name)));
+  const blob = image && (await c.env.BLOBS.get(image.blob_key));
   if (!blob) throw notFound;
   return c.body(blob.body, 200, {
     'content-type': blob.httpMetadata?.contentType ?? 'application/octet-stream',

@@ -8,11 +8,10 @@ import { readParam } from '../http/param-schema';
 import { INSERT_STATUS, MAX_REMOVE_NAMES, TRANSACTION } from '../ingest/data-params';
 import { INSERT_LIMITS, parseInsert, resolveMetadataUpdates } from '../ingest/insert-request';
 import { getSchema, type AppRecord } from '../storage/apps';
-import { deleteBlobs } from '../storage/blobs';
-import { deleteImagesByName, existingNames } from '../storage/images';
+import { existingNames, removeImages } from '../storage/images';
+import { deleteRetiredSoon } from '../storage/retired';
 import { createTransaction, deleteTransaction, getTransactionStatus } from '../storage/transactions';
 import { collectionUsage } from '../storage/usage';
-import { deleteImageVectors } from '../storage/vectors';
 
 /**
  * An `/insert` within the spec's limits carries up to 100 images of 32 values of 5000 characters (16 MB): its body
@@ -83,7 +82,10 @@ dataRoutes.get('/insert/status/:trans_id', endpoint('insert/status', { failureFi
   return c.json({ status: 'OK', method: 'insert/status', result: [status], error: [] });
 });
 
-/** Removes images: hidden from search at once (D1), then their vectors and stored bytes are deleted. */
+/**
+ * Removes images: hidden from search at once (D1), then their vectors and stored bytes are deleted, by a path that
+ * is retried until it succeeds (storage/retired.ts). An insert of a name accepted before its removal is not applied.
+ */
 dataRoutes.post('/remove', endpoint('remove', { failureFields: nothingDone }), authenticate({ allowAppKey: false }), async (c) => {
   const requested = c.var.params
     .names()
@@ -97,17 +99,14 @@ dataRoutes.post('/remove', endpoint('remove', { failureFields: nothingDone }), a
 
   // A name longer than any im_name can be (spec 2.1) is not looked up: it is not there, and would make the query big.
   const possible = requested.map((item) => item.imName).filter((name) => name.length <= INSERT_LIMITS.maxNameLength);
-  const removed = await deleteImagesByName(c.env.DB, c.var.app.id, [...new Set(possible)]);
-  await deleteImageVectors(c.env, removed);
-  await deleteBlobs(c.env.BLOBS, removed.map((image) => image.blob_key));
-
-  const removedNames = new Set(removed.map((image) => image.im_name));
+  const removedNames = new Set(await removeImages(c.env.DB, c.var.app.id, [...new Set(possible)]));
+  await deleteRetiredSoon(c.env, c.var.app.id);
   const seen = new Set<string>();
   const error = requested.flatMap((item) => {
     const found = removedNames.has(item.imName) && !seen.has(item.imName);
     seen.add(item.imName);
     return found ? [] : [dataErrorEntry(DATA_ERRORS.imageNotFound, { index: item.index, im_name: item.imName })];
   });
-  if (removed.length === 0) return failedWith(c, { status: 'fail', method: 'remove', total: 0, result: [], error });
-  return c.json({ status: error.length > 0 ? 'warning' : 'OK', method: 'remove', total: removed.length, result: [], error });
+  if (removedNames.size === 0) return failedWith(c, { status: 'fail', method: 'remove', total: 0, result: [], error });
+  return c.json({ status: error.length > 0 ? 'warning' : 'OK', method: 'remove', total: removedNames.size, result: [], error });
 });

@@ -15,6 +15,7 @@ import {
   typeList,
 } from '../search/detection';
 import { readSearchOptions } from '../search/options';
+import { searchQuota } from '../search/quota';
 import { emptySearchPage, pagingOrDefaults } from '../search/paging';
 import { requireCollection } from '../search/collection';
 import { analyzeQuery } from '../search/query-analysis';
@@ -58,7 +59,7 @@ async function prepare(c: Context<AppEnv>, endpoint: { limitName: 'limit' | 'res
 }
 
 /** Search by image (spec 4.5): the primary object (or the object at a point, or the box) is searched. */
-const uploadSearch = factory.createHandlers(endpoint('uploadsearch', { failureFields: emptySearchPage }), authenticate({ allowAppKey: true }), async (c) => {
+const uploadSearch = factory.createHandlers(endpoint('uploadsearch', { failureFields: emptySearchPage }), authenticate({ allowAppKey: true }), searchQuota, async (c) => {
   const { options, paging, region, sensitivity, query, analysis, mode, search } = await prepare(c, { limitName: 'limit', allowPoints: false });
   const point = region.kind === 'points' ? region.points[0] : undefined;
   const detected = point ? [objectAt(analysis.objects, mode, point)].filter((object) => object !== undefined) : keptObjects(analysis.objects, mode, sensitivity);
@@ -81,7 +82,7 @@ const uploadSearch = factory.createHandlers(endpoint('uploadsearch', { failureFi
 });
 
 /** Multiple product search (spec 4.6): every detected object (or the object at each point) gets its own results. */
-const discoverSearch = factory.createHandlers(endpoint('discoversearch', { failureFields: noObjects }), authenticate({ allowAppKey: true }), async (c) => {
+const discoverSearch = factory.createHandlers(endpoint('discoversearch', { failureFields: noObjects }), authenticate({ allowAppKey: true }), searchQuota, async (c) => {
   const detectionLimit = readParam(c.var.params, DETECTION, 'detection_limit');
   const { options, paging, region, sensitivity, query, analysis, mode, search } = await prepare(c, {
     limitName: 'result_limit',

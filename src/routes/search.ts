@@ -7,6 +7,7 @@ import { SEARCH_ERRORS } from '../http/messages';
 import { endpoint } from '../http/middleware';
 import { INSERT_LIMITS } from '../ingest/insert-request';
 import { readSearchOptions } from '../search/options';
+import { searchQuota } from '../search/quota';
 import { emptySearchPage } from '../search/paging';
 import { searchSimilar } from '../search/similar';
 import { fetchableFields, toValueMap } from '../search/value-map';
@@ -23,7 +24,7 @@ const factory = createFactory<AppEnv>();
  * `/recommendation` is the same search under the name the official SDKs' `recommendation()` calls, answered as
  * the original service answers it: with `method: search`.
  */
-const similar = factory.createHandlers(endpoint('search', { failureFields: emptySearchPage }), authenticate({ allowAppKey: true }), async (c) => {
+const similar = factory.createHandlers(endpoint('search', { failureFields: emptySearchPage }), authenticate({ allowAppKey: true }), searchQuota, async (c) => {
   const { params, app } = c.var;
   const imName = params.required('im_name', new ApiError(400, SEARCH_ERRORS.imageNotFound));
   // No im_name is longer than this (spec 2.1): a longer one is not looked up, so it cannot make a query big.

@@ -5,8 +5,16 @@ export const FIELD_TYPES = ['string', 'int', 'float', 'text'] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
 export type SchemaField = { name: string; type: FieldType; searchable: boolean };
 
-/** Operator limits of an application; null means unlimited. */
-export type AppLimits = { imageLimit: number | null; pendingLimit: number | null };
+/**
+ * Operator limits of an application; null means unlimited. `searchesPerMinute` and `uploadBytesPerMinute` bound
+ * its search calls and the bytes of the query images it uploads.
+ */
+export type AppLimits = {
+  imageLimit: number | null;
+  pendingLimit: number | null;
+  searchesPerMinute: number | null;
+  uploadBytesPerMinute: number | null;
+};
 export type TextOperator = 'AND' | 'OR';
 export type AppRecord = {
   id: string;
@@ -27,6 +35,8 @@ type AppRow = {
   created_at: string;
   image_limit: number | null;
   pending_limit: number | null;
+  searches_per_minute: number | null;
+  upload_bytes_per_minute: number | null;
   text_default_operator: TextOperator;
 };
 
@@ -35,7 +45,12 @@ const toRecord = (row: AppRow): AppRecord => ({
   name: row.name,
   accessKey: row.access_key,
   createdAt: row.created_at,
-  limits: { imageLimit: row.image_limit, pendingLimit: row.pending_limit },
+  limits: {
+    imageLimit: row.image_limit,
+    pendingLimit: row.pending_limit,
+    searchesPerMinute: row.searches_per_minute,
+    uploadBytesPerMinute: row.upload_bytes_per_minute,
+  },
   textDefaultOperator: row.text_default_operator,
 });
 
@@ -88,7 +103,13 @@ export async function findAppByAppKey(db: D1Database, appKey: string): Promise<A
 export type AppSettings = Partial<AppLimits> & { textDefaultOperator?: TextOperator | undefined };
 
 export async function updateSettings(db: D1Database, appId: string, settings: AppSettings): Promise<void> {
-  const columns = { image_limit: settings.imageLimit, pending_limit: settings.pendingLimit, text_default_operator: settings.textDefaultOperator };
+  const columns = {
+    image_limit: settings.imageLimit,
+    pending_limit: settings.pendingLimit,
+    searches_per_minute: settings.searchesPerMinute,
+    upload_bytes_per_minute: settings.uploadBytesPerMinute,
+    text_default_operator: settings.textDefaultOperator,
+  };
   const changes = Object.entries(columns).filter(([, value]) => value !== undefined);
   if (changes.length === 0) return;
   await db

@@ -1,5 +1,5 @@
-/** R2 keys: every object lives under its application's prefix. */
-export const imageBlobKey = (appId: string, imName: string): string => `${appId}/images/${imName}`;
+/** R2 keys: every object lives under its application's prefix; each version of an image under its own id. */
+export const imageBlobKey = (appId: string, imName: string, versionId: number): string => `${appId}/images/${imName}/${versionId}`;
 
 export async function putImageBlob(bucket: R2Bucket, key: string, bytes: Uint8Array, format: string): Promise<void> {
   await bucket.put(key, bytes, { httpMetadata: { contentType: `image/${format}` } });

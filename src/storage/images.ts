@@ -11,13 +11,17 @@ export type ImageRow = {
   metadata: ImageMetadata;
   /** Detected objects with a vector in the object index. */
   object_count: number;
+  /** Where the version's bytes are in R2. */
+  blob_key: string;
 };
 
 type StoredImageRow = Omit<ImageRow, 'metadata'> & { metadata: string };
 
 const parse = (row: StoredImageRow): ImageRow => ({ ...row, metadata: JSON.parse(row.metadata) as ImageMetadata });
 
-export type NewImage = {
+/** A version of an image, written under its id (the insert item's `seq`) before it becomes the image's. */
+export type ImageVersion = {
+  id: number;
   appId: string;
   imName: string;
   imUrl: string;
@@ -31,46 +35,61 @@ export type NewImage = {
 };
 
 /**
- * Inserts an image or replaces every field of the one with the same name; the id (and so the vector id) is kept.
- * Returns the id and how many object vectors the replaced version had, atomically.
+ * Makes `version` the image's, in one batch with `alongside` (the item's settling): only over an older version and
+ * when no later remove of the name came, so a later operation always wins whatever order items finish in. The
+ * version replaced, or the new one when it lost, is retired in the same batch (retired_versions), so its vectors and
+ * bytes are deleted by a retryable path. Answers whether the version was applied.
  */
-export async function upsertImage(db: D1Database, image: NewImage): Promise<{ id: number; previousObjectCount: number }> {
+export async function applyVersion(db: D1Database, version: ImageVersion, alongside: D1PreparedStatement[]): Promise<boolean> {
   const now = formatTimestamp();
-  const [previous, upserted] = await db.batch<{ id: number; object_count: number }>([
-    db.prepare('SELECT id, object_count FROM images WHERE app_id = ? AND im_name = ?').bind(image.appId, image.imName),
+  const { id, appId, imName } = version;
+  const [, applied] = await db.batch<{ id: number }>([
     db
       .prepare(
-        `INSERT INTO images (app_id, im_name, im_url, blob_key, format, width, height, metadata, object_count, colors, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (app_id, im_name) DO UPDATE SET
-           im_url = excluded.im_url, blob_key = excluded.blob_key, format = excluded.format, width = excluded.width,
-           height = excluded.height, metadata = excluded.metadata, object_count = excluded.object_count, colors = excluded.colors,
-           updated_at = excluded.updated_at
-         RETURNING id, object_count`,
+        `INSERT INTO retired_versions (image_id, app_id, object_count, blob_key, retired_at)
+         SELECT id, app_id, object_count, blob_key, ? FROM images WHERE app_id = ? AND im_name = ? AND id < ?
+         ON CONFLICT DO NOTHING`,
       )
-      .bind(
-        image.appId,
-        image.imName,
-        image.imUrl,
-        image.blobKey,
-        image.format,
-        image.width,
-        image.height,
-        JSON.stringify(image.metadata),
-        image.objectCount,
-        JSON.stringify(image.colors),
-        now,
-        now,
-      ),
+      .bind(now, appId, imName, id),
+    db
+      .prepare(
+        `INSERT INTO images (id, app_id, im_name, im_url, blob_key, format, width, height, metadata, object_count, colors, created_at, updated_at)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12
+         WHERE NOT EXISTS (SELECT 1 FROM removals WHERE app_id = ?2 AND im_name = ?3 AND seq > ?1)
+         ON CONFLICT (app_id, im_name) DO UPDATE SET
+           id = excluded.id, im_url = excluded.im_url, blob_key = excluded.blob_key, format = excluded.format,
+           width = excluded.width, height = excluded.height, metadata = excluded.metadata,
+           object_count = excluded.object_count, colors = excluded.colors, updated_at = excluded.updated_at
+         WHERE excluded.id > images.id
+         RETURNING id`,
+      )
+      .bind(id, appId, imName, version.imUrl, version.blobKey, version.format, version.width, version.height, JSON.stringify(version.metadata), version.objectCount, JSON.stringify(version.colors), now),
+    db
+      .prepare(
+        `INSERT INTO retired_versions (image_id, app_id, object_count, blob_key, retired_at)
+         SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM images WHERE id = ?)
+         ON CONFLICT DO NOTHING`,
+      )
+      .bind(id, appId, version.objectCount, version.blobKey, now, id),
+    ...alongside,
   ]);
-  const id = upserted?.results[0]?.id;
-  if (id === undefined) throw new Error('upsert returned no id');
-  return { id, previousObjectCount: previous?.results[0]?.object_count ?? 0 };
+  return (applied?.results.length ?? 0) > 0;
+}
+
+/** A version that will never be applied (its item failed for good) is retired: whatever of it was written goes. */
+export async function retireVersion(db: D1Database, version: { id: number; appId: string; blobKey: string; maxObjects: number }): Promise<void> {
+  await db
+    .prepare(
+      `INSERT INTO retired_versions (image_id, app_id, object_count, blob_key, retired_at)
+       SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM images WHERE id = ?) ON CONFLICT DO NOTHING`,
+    )
+    .bind(version.id, version.appId, version.maxObjects, version.blobKey, formatTimestamp(), version.id)
+    .run();
 }
 
 export async function findImageByName(db: D1Database, appId: string, imName: string): Promise<ImageRow | null> {
   const row = await db
-    .prepare('SELECT id, im_name, im_url, metadata, object_count FROM images WHERE app_id = ? AND im_name = ?')
+    .prepare('SELECT id, im_name, im_url, metadata, object_count, blob_key FROM images WHERE app_id = ? AND im_name = ?')
     .bind(appId, imName)
     .first<StoredImageRow>();
   return row ? parse(row) : null;
@@ -83,7 +102,7 @@ export async function getImagesByIds(db: D1Database, appId: string, ids: number[
   // looking the ids up one by one; given the choice it scans the application's whole (app_id, im_name) index.
   const { results } = await db
     .prepare(
-      `SELECT images.id, im_name, im_url, metadata, object_count FROM json_each(?) AS wanted CROSS JOIN images ON images.id = wanted.value
+      `SELECT images.id, im_name, im_url, metadata, object_count, blob_key FROM json_each(?) AS wanted CROSS JOIN images ON images.id = wanted.value
        WHERE images.app_id = ?`,
     )
     .bind(JSON.stringify(ids), appId)
@@ -91,16 +110,37 @@ export async function getImagesByIds(db: D1Database, appId: string, ids: number[
   return new Map(results.map((row) => [row.id, parse(row)]));
 }
 
-export type RemovedImage = { id: number; im_name: string; blob_key: string; object_count: number };
-
-/** Deletes the named images from D1, which hides them from every search at once; returns what was deleted. */
-export async function deleteImagesByName(db: D1Database, appId: string, names: string[]): Promise<RemovedImage[]> {
+/**
+ * Removes the named images from D1, which hides them from every search at once, and in the same batch records the
+ * removal of each name in the collection or waiting to be inserted, with the next sequence number (an insert of the
+ * name accepted before it will not be applied), and
+ * retires the removed versions, whose vectors and bytes are deleted after (retired_versions). Returns the names removed.
+ */
+export async function removeImages(db: D1Database, appId: string, names: string[]): Promise<string[]> {
   if (names.length === 0) return [];
-  const { results } = await db
-    .prepare('DELETE FROM images WHERE app_id = ? AND im_name IN (SELECT value FROM json_each(?)) RETURNING id, im_name, blob_key, object_count')
-    .bind(appId, JSON.stringify(names))
-    .all<RemovedImage>();
-  return results;
+  const wanted = JSON.stringify(names);
+  const results = await db.batch<{ im_name: string }>([
+    db.prepare('INSERT INTO image_ids DEFAULT VALUES'),
+    db
+      .prepare(
+        `INSERT INTO removals (app_id, im_name, seq) SELECT ?1, value, (SELECT MAX(id) FROM image_ids) FROM json_each(?2)
+         WHERE EXISTS (SELECT 1 FROM images WHERE app_id = ?1 AND im_name = value)
+            OR EXISTS (SELECT 1 FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
+                       WHERE t.app_id = ?1 AND i.im_name = value AND i.state = 'pending')
+         ON CONFLICT (app_id, im_name) DO UPDATE SET seq = excluded.seq`,
+      )
+      .bind(appId, wanted),
+    db
+      .prepare(
+        `INSERT INTO retired_versions (image_id, app_id, object_count, blob_key, retired_at)
+         SELECT id, app_id, object_count, blob_key, ? FROM images WHERE app_id = ? AND im_name IN (SELECT value FROM json_each(?))
+         ON CONFLICT DO NOTHING`,
+      )
+      .bind(formatTimestamp(), appId, wanted),
+    db.prepare('DELETE FROM images WHERE app_id = ? AND im_name IN (SELECT value FROM json_each(?)) RETURNING im_name').bind(appId, wanted),
+    db.prepare('DELETE FROM image_ids'),
+  ]);
+  return (results[3]?.results ?? []).map((row) => row.im_name);
 }
 
 /** Which of `names` are in the application's collection. */
@@ -114,18 +154,29 @@ export async function existingNames(db: D1Database, appId: string, names: string
 }
 
 /**
- * Merges `fields` into an image's metadata (a field given replaces the stored one, others stay), atomically, and
- * nothing else; the updated image, or null when it is no longer in the collection.
+ * Merges `fields` into the metadata of the image's version older than `seq` (a field given replaces the stored one,
+ * others stay), atomically, and nothing else. `superseded`: the version in place came after the update, which then
+ * changes nothing; `missing`: the image is not in the collection.
  */
-export async function mergeImageMetadata(db: D1Database, appId: string, imName: string, fields: ImageMetadata): Promise<ImageRow | null> {
-  const row = await db
-    .prepare(
-      `UPDATE images SET metadata = json_patch(metadata, ?), updated_at = ? WHERE app_id = ? AND im_name = ?
-       RETURNING id, im_name, im_url, metadata, object_count`,
-    )
-    .bind(JSON.stringify(fields), formatTimestamp(), appId, imName)
-    .first<StoredImageRow>();
-  return row ? parse(row) : null;
+export async function mergeImageMetadata(
+  db: D1Database,
+  appId: string,
+  imName: string,
+  fields: ImageMetadata,
+  seq: number,
+): Promise<{ kind: 'merged'; image: ImageRow } | { kind: 'superseded' | 'missing' }> {
+  const [merged, current] = await db.batch<StoredImageRow>([
+    db
+      .prepare(
+        `UPDATE images SET metadata = json_patch(metadata, ?), updated_at = ? WHERE app_id = ? AND im_name = ? AND id < ?
+         RETURNING id, im_name, im_url, metadata, object_count, blob_key`,
+      )
+      .bind(JSON.stringify(fields), formatTimestamp(), appId, imName, seq),
+    db.prepare('SELECT id FROM images WHERE app_id = ? AND im_name = ?').bind(appId, imName),
+  ]);
+  const row = merged?.results[0];
+  if (row) return { kind: 'merged', image: parse(row) };
+  return { kind: (current?.results.length ?? 0) > 0 ? 'superseded' : 'missing' };
 }
 
 export async function hasImages(db: D1Database, appId: string): Promise<boolean> {

@@ -6,7 +6,11 @@ import type { ImageMetadata } from './images';
  * collection: its given fields replace those stored, nothing is downloaded or embedded again.
  */
 export type InsertItem = { index: number; imName: string; imUrl: string | null; metadata: ImageMetadata };
-export type PendingItem = InsertItem & { transId: number; appId: string };
+/**
+ * `seq`: the item's place in the order of operations on its name, and for an image item the id of the version it
+ * makes (migrations/0008).
+ */
+export type PendingItem = InsertItem & { transId: number; appId: string; seq: number };
 export type ItemOutcome = { state: 'done' } | { state: 'failed'; code: number; message: string };
 
 export type TransactionStatus = {
@@ -25,7 +29,11 @@ export type TransactionStatus = {
 /** Below 2^53 (docs/decisions.md), unique enough that a clash is retried rather than coordinated. */
 const newTransactionId = (): number => Date.now() * 1024 + Math.floor(Math.random() * 1024);
 
-/** Records a transaction and its accepted items in one atomic batch, before any queue message is sent. */
+/**
+ * Records a transaction and its accepted items in one atomic batch, before any queue message is sent. Each item takes
+ * the next number of the allocator, in index order: its place in the order of operations on its name, and for an
+ * image item the id of the version it makes.
+ */
 export async function createTransaction(db: D1Database, appId: string, items: InsertItem[]): Promise<number> {
   const now = formatTimestamp();
   for (let attempt = 0; ; attempt++) {
@@ -35,11 +43,19 @@ export async function createTransaction(db: D1Database, appId: string, items: In
         db
           .prepare('INSERT INTO insert_transactions (id, app_id, total, start_time, update_time) VALUES (?, ?, ?, ?, ?)')
           .bind(transId, appId, items.length, now, now),
-        ...items.map((item) =>
-          db
-            .prepare('INSERT INTO insert_items (trans_id, item_index, im_name, im_url, metadata, kind) VALUES (?, ?, ?, ?, ?, ?)')
-            .bind(transId, item.index, item.imName, item.imUrl ?? '', JSON.stringify(item.metadata), item.imUrl === null ? 'metadata' : 'image'),
-        ),
+        ...items.flatMap((item) => {
+          return [
+            db.prepare('INSERT INTO image_ids DEFAULT VALUES'),
+            db
+              .prepare(
+                `INSERT INTO insert_items (trans_id, item_index, im_name, im_url, metadata, kind, seq)
+                 VALUES (?, ?, ?, ?, ?, ?, (SELECT MAX(id) FROM image_ids))`,
+              )
+              .bind(transId, item.index, item.imName, item.imUrl ?? '', JSON.stringify(item.metadata), item.imUrl === null ? 'metadata' : 'image'),
+          ];
+        }),
+        // The allocator's sequence remembers the last id; its rows are not needed.
+        db.prepare('DELETE FROM image_ids'),
       ]);
       return transId;
     } catch (error) {
@@ -60,12 +76,14 @@ export async function deleteTransaction(db: D1Database, transId: number): Promis
 export async function getPendingItem(db: D1Database, transId: number, index: number): Promise<PendingItem | null> {
   const row = await db
     .prepare(
-      `SELECT t.app_id, i.im_name, i.im_url, i.metadata, i.kind FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
+      `SELECT t.app_id, i.im_name, i.im_url, i.metadata, i.kind, i.seq FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
        WHERE i.trans_id = ? AND i.item_index = ? AND i.state = 'pending'`,
     )
     .bind(transId, index)
-    .first<{ app_id: string; im_name: string; im_url: string; metadata: string; kind: 'image' | 'metadata' }>();
+    .first<{ app_id: string; im_name: string; im_url: string; metadata: string; kind: 'image' | 'metadata'; seq: number | null }>();
   if (!row) return null;
+  // Accepted before items were numbered (migrations/0008): numbered now, after every item numbered at acceptance.
+  const seq = row.seq ?? (await numberItem(db, transId, index));
   return {
     transId,
     index,
@@ -73,13 +91,24 @@ export async function getPendingItem(db: D1Database, transId: number, index: num
     imName: row.im_name,
     imUrl: row.kind === 'metadata' ? null : row.im_url,
     metadata: JSON.parse(row.metadata) as ImageMetadata,
+    seq,
   };
 }
 
-/** Settles an item once: a second outcome for the same item (a redelivered message) changes nothing. */
-export async function settleItem(db: D1Database, transId: number, index: number, outcome: ItemOutcome): Promise<void> {
+async function numberItem(db: D1Database, transId: number, index: number): Promise<number> {
+  const [, , , numbered] = await db.batch<{ seq: number }>([
+    db.prepare('INSERT INTO image_ids DEFAULT VALUES'),
+    db.prepare('UPDATE insert_items SET seq = (SELECT MAX(id) FROM image_ids) WHERE trans_id = ? AND item_index = ? AND seq IS NULL').bind(transId, index),
+    db.prepare('DELETE FROM image_ids'),
+    db.prepare('SELECT seq FROM insert_items WHERE trans_id = ? AND item_index = ?').bind(transId, index),
+  ]);
+  return numbered!.results[0]!.seq;
+}
+
+/** The statements that settle an item once: a second outcome for the same item (a redelivered message) changes nothing. */
+export function settleStatements(db: D1Database, transId: number, index: number, outcome: ItemOutcome): D1PreparedStatement[] {
   const failure = outcome.state === 'failed' ? outcome : { code: null, message: null };
-  await db.batch([
+  return [
     db
       .prepare(
         `UPDATE insert_items SET state = ?, error_code = ?, error_message = ?
@@ -87,35 +116,73 @@ export async function settleItem(db: D1Database, transId: number, index: number,
       )
       .bind(outcome.state, failure.code, failure.message, transId, index),
     db.prepare('UPDATE insert_transactions SET update_time = ? WHERE id = ?').bind(formatTimestamp(), transId),
-  ]);
+  ];
+}
+
+export async function settleItem(db: D1Database, transId: number, index: number, outcome: ItemOutcome): Promise<void> {
+  await db.batch(settleStatements(db, transId, index, outcome));
+}
+
+/** Marks an item as in work now: the sweeper leaves items that a consumer is working on, or never started, alone. */
+export async function markStarted(db: D1Database, transId: number, index: number): Promise<void> {
+  await db.prepare('UPDATE insert_items SET started_at = ? WHERE trans_id = ? AND item_index = ?').bind(formatTimestamp(), transId, index).run();
+}
+
+/** Whether an image item of this name accepted before `seq` is still waiting: a metadata update waits for it. */
+export async function hasEarlierPendingImage(db: D1Database, appId: string, imName: string, seq: number): Promise<boolean> {
+  const row = await db
+    .prepare(
+      `SELECT 1 FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
+       WHERE t.app_id = ? AND i.im_name = ? AND i.state = 'pending' AND i.kind = 'image' AND i.seq < ? LIMIT 1`,
+    )
+    .bind(appId, imName, seq)
+    .first();
+  return row !== null;
 }
 
 /** A pending item of a transaction that stopped making progress, and how often it was re-sent already. */
 export type StalledItem = { transId: number; index: number; sweeps: number };
 
-/** Pending items of transactions last updated before `before` (a timestamp), oldest transactions first. */
+/**
+ * Pending items whose message looks lost, oldest first: one a consumer started before `before` and never settled (it
+ * died with it), and, only while no consumer started anything since `before` (the queue is idle, not behind a
+ * backlog), one never started of a transaction older than that. An item queued behind a long import is neither.
+ */
 export async function findStalledItems(db: D1Database, before: string, limit: number): Promise<StalledItem[]> {
   const { results } = await db
     .prepare(
-      `SELECT i.trans_id, i.item_index, i.sweeps FROM insert_transactions t JOIN insert_items i ON i.trans_id = t.id
-       WHERE t.update_time < ? AND i.state = 'pending' ORDER BY t.update_time, i.trans_id, i.item_index LIMIT ?`,
+      `SELECT i.trans_id, i.item_index, i.sweeps FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
+       WHERE i.state = 'pending' AND (
+         (i.started_at IS NOT NULL AND i.started_at < ?1)
+         OR (i.started_at IS NULL AND t.start_time < ?1 AND NOT EXISTS (SELECT 1 FROM insert_items WHERE started_at >= ?1))
+       )
+       ORDER BY i.trans_id, i.item_index LIMIT ?2`,
     )
     .bind(before, limit)
     .all<{ trans_id: number; item_index: number; sweeps: number }>();
   return results.map((row) => ({ transId: row.trans_id, index: row.item_index, sweeps: row.sweeps }));
 }
 
-/** Counts a re-send of each item and restarts its transaction's clock, so the next sweep waits a full period again. */
+/** Counts a re-send of each item, which is queued again: not started until a consumer takes the new message. */
 export async function recordSweep(db: D1Database, items: StalledItem[]): Promise<void> {
   if (items.length === 0) return;
-  const now = formatTimestamp();
-  const transIds = [...new Set(items.map((item) => item.transId))];
-  await db.batch([
-    ...items.map((item) =>
-      db.prepare('UPDATE insert_items SET sweeps = sweeps + 1 WHERE trans_id = ? AND item_index = ?').bind(item.transId, item.index),
+  await db.batch(
+    items.map((item) =>
+      db.prepare('UPDATE insert_items SET sweeps = sweeps + 1, started_at = NULL WHERE trans_id = ? AND item_index = ?').bind(item.transId, item.index),
     ),
-    ...transIds.map((transId) => db.prepare('UPDATE insert_transactions SET update_time = ? WHERE id = ?').bind(now, transId)),
-  ]);
+  );
+}
+
+/** Forgets removals that no pending insert of their name accepted before them can meet any more. */
+export async function pruneRemovals(db: D1Database): Promise<void> {
+  await db
+    .prepare(
+      `DELETE FROM removals WHERE NOT EXISTS (
+         SELECT 1 FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
+         WHERE t.app_id = removals.app_id AND i.im_name = removals.im_name AND i.state = 'pending' AND i.seq < removals.seq
+       )`,
+    )
+    .run();
 }
 
 /** Whether an image of this name is accepted but not yet processed, so a search for it can say so. */

@@ -29,12 +29,12 @@ const objectVectorIds = (imageId: number, from: number, to: number): string[] =>
 export const imageIdOfVector = (vectorId: string): number => Number.parseInt(vectorId, 10);
 
 /**
- * Writes an image's vectors, replacing what an earlier version of it left: the whole-image vectors and objects
- * `0..n-1` are overwritten, objects past the new count deleted.
+ * Writes the vectors of an image version under its id, before the version is applied (storage/images.ts): writing
+ * them again is harmless, and what an earlier version wrote under its own id is retired with it.
  */
 export async function writeImageVectors(
   env: Env,
-  image: { id: number; appId: string; previousObjectCount: number; metadata: VectorMetadata },
+  image: { id: number; appId: string; metadata: VectorMetadata },
   vector: number[],
   palette: PaletteColor[],
   objects: DetectedObject[],
@@ -51,11 +51,6 @@ export async function writeImageVectors(
     await objectVectors(env).upsert(
       objects.map((object, k) => ({ id: objectIds[k]!, namespace, values: object.embedding, metadata: { ...metadata, [OBJECT_TYPE_KEY]: object.type } })),
     );
-  }
-  const stale = objectVectorIds(image.id, objects.length, image.previousObjectCount);
-  if (stale.length > 0) {
-    await objectVectors(env).deleteByIds(stale);
-    await colorVectors(env).deleteByIds(stale);
   }
 }
 

@@ -36,21 +36,29 @@ function unitVector(dimensions: number): number[] {
 const imName = (i: number): string => `synthetic-${i}`;
 
 /**
- * Adds images `from` to `to - 1`: rows as `upsertImage` writes them, in one statement per chunk (`upsertImage` itself
- * takes about 2.5 ms an image here, minutes for 100k), and their vectors through the index port.
+ * Adds images `from` to `to - 1`: rows as an applied insert writes them, with ids from the same allocator
+ * (migrations/0008), in a few statements per chunk (an insert itself takes about 2.5 ms an image here, minutes for
+ * 100k), and their vectors through the index port.
  */
 async function fill(appId: string, dimensions: number, from: number, to: number): Promise<void> {
   for (let start = from; start < to; start += FILL_CHUNK) {
     const names = Array.from({ length: Math.min(FILL_CHUNK, to - start) }, (_, k) => imName(start + k));
     const now = formatTimestamp();
-    const { results } = await env.DB.prepare(
-      `INSERT INTO images (app_id, im_name, im_url, blob_key, format, width, height, metadata, object_count, colors, created_at, updated_at)
-       SELECT ?1, value, 'https://example.com/' || value || '.jpg', ?1 || '/' || value, 'jpeg', 640, 480, '{}', 0, '[]', ?2, ?2
-       FROM json_each(?3) RETURNING id`,
+    const [allocated] = await env.DB.batch<{ id: number }>([
+      env.DB.prepare('INSERT INTO image_ids (id) SELECT NULL FROM json_each(?) WHERE true RETURNING id').bind(JSON.stringify(names)),
+      env.DB.prepare('DELETE FROM image_ids'),
+    ]);
+    const rows = names.map((name, k) => [allocated!.results[k]!.id, name]);
+    await env.DB.prepare(
+      `INSERT INTO images (id, app_id, im_name, im_url, blob_key, format, width, height, metadata, object_count, colors, created_at, updated_at)
+       SELECT json_extract(value, '$[0]'), ?1, json_extract(value, '$[1]'), 'https://example.com/' || json_extract(value, '$[1]') || '.jpg',
+         ?1 || '/' || json_extract(value, '$[1]'),
+         'jpeg', 640, 480, '{}', 0, '[]', ?2, ?2
+       FROM json_each(?3)`,
     )
-      .bind(appId, now, JSON.stringify(names))
-      .all<{ id: number }>();
-    await imageVectors(env).upsert(results.map(({ id }) => ({ id: String(id), namespace: appId, values: unitVector(dimensions), metadata: {} })));
+      .bind(appId, now, JSON.stringify(rows))
+      .run();
+    await imageVectors(env).upsert(rows.map(([id]) => ({ id: String(id), namespace: appId, values: unitVector(dimensions), metadata: {} })));
   }
 }
 

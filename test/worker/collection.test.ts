@@ -33,7 +33,7 @@ describe('metadata by the schema', () => {
     expect(JSON.parse(stored!.metadata)).toEqual({ brand: 'Acme', price: 9.5, stock: 7, description: 'a hen' });
   });
 
-  it('re-insert replaces the image, its vector and every metadata field', async () => {
+  it('re-insert replaces the image, its vector and every metadata field, as a new version that retires the old one', async () => {
     const app = await createApp('shop', [
       { name: 'brand', type: 'string' },
       { name: 'size', type: 'string' },
@@ -44,7 +44,9 @@ describe('metadata by the schema', () => {
       { im_name: 'tiger-twin', im_url: fixtureUrl('/near-copy/animals_mammals_cats_tiger.png') },
     ]);
     const row = async () =>
-      env.DB.prepare('SELECT id, metadata, format FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, 'item').first<{ id: number; metadata: string; format: string }>();
+      env.DB.prepare('SELECT id, metadata, format, blob_key FROM images WHERE app_id = ? AND im_name = ?')
+        .bind(app.app_id, 'item')
+        .first<{ id: number; metadata: string; format: string; blob_key: string }>();
     const before = await row();
     const [vectorBefore] = await imageVectors(env).getByIds([String(before!.id)]);
     expect((await search(app, 'im_name=item&limit=1')).body.result[0]?.im_name).toBe('hen-twin');
@@ -52,12 +54,16 @@ describe('metadata by the schema', () => {
     await insertAndWait(app, [{ im_name: 'item', im_url: fixtureUrl('/images/animals_mammals_cats_tiger.png'), brand: 'Zed' }]);
 
     const after = await row();
-    expect(after?.id).toBe(before?.id);
+    // A new version under a new id; the old one's vector and bytes are gone.
+    expect(after!.id).toBeGreaterThan(before!.id);
     expect(JSON.parse(after!.metadata)).toEqual({ brand: 'Zed' });
     const [vectorAfter] = await imageVectors(env).getByIds([String(after!.id)]);
     expect(vectorAfter?.values).not.toEqual(vectorBefore?.values);
+    expect(await imageVectors(env).getByIds([String(before!.id)])).toEqual([]);
+    expect(await env.BLOBS.head(before!.blob_key)).toBeNull();
+    expect(await env.DB.prepare('SELECT count(*) AS n FROM retired_versions').first<{ n: number }>()).toEqual({ n: 0 });
     expect((await search(app, 'im_name=item&limit=1&get_all_fl=true')).body.result[0]).toEqual({ im_name: 'tiger-twin', value_map: {} });
-    const blob = await env.BLOBS.get(`${app.app_id}/images/item`);
+    const blob = await env.BLOBS.get(after!.blob_key);
     expect(blob?.httpMetadata?.contentType).toBe('image/png');
     const tiger = await (await fetch(fixtureUrl('/images/animals_mammals_cats_tiger.png'))).arrayBuffer();
     expect((await blob!.arrayBuffer()).byteLength).toBe(tiger.byteLength);

@@ -21,10 +21,14 @@ async function acceptedWithoutMessages(app: Credentials, names: string[]): Promi
   );
 }
 
-/** Moves a transaction's last progress back by `minutes`. */
+const ago = (minutes: number): string => new Date(Date.now() - minutes * 60_000).toISOString().replace('Z', '+0000');
+
+/** Moves a transaction's acceptance back by `minutes`, and makes the queue look idle as long: nothing started since. */
 async function age(transId: number, minutes: number): Promise<void> {
-  const then = new Date(Date.now() - minutes * 60_000).toISOString().replace('Z', '+0000');
-  await env.DB.prepare('UPDATE insert_transactions SET update_time = ? WHERE id = ?').bind(then, transId).run();
+  await env.DB.batch([
+    env.DB.prepare('UPDATE insert_transactions SET start_time = ?, update_time = ? WHERE id = ?').bind(ago(minutes), ago(minutes), transId),
+    env.DB.prepare('UPDATE insert_items SET started_at = ? WHERE started_at > ?').bind(ago(minutes), ago(minutes)),
+  ]);
 }
 
 async function runSweep(): Promise<void> {
@@ -32,6 +36,9 @@ async function runSweep(): Promise<void> {
   worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: '*/10 * * * *' }), env, ctx);
   await waitOnExecutionContext(ctx);
 }
+
+const sweepsOf = async (transId: number): Promise<number[]> =>
+  (await env.DB.prepare('SELECT sweeps FROM insert_items WHERE trans_id = ? ORDER BY item_index').bind(transId).all<{ sweeps: number }>()).results.map((row) => row.sweeps);
 
 const pendingCount = async (transId: number): Promise<number> =>
   (await env.DB.prepare("SELECT count(*) AS n FROM insert_items WHERE trans_id = ? AND state = 'pending'").bind(transId).first<{ n: number }>())!.n;
@@ -97,9 +104,32 @@ describe('the sweeper', () => {
     const transId = await acceptedWithoutMessages(app, ['recent']);
     await age(transId, STALL_MINUTES - 5);
     await runSweep();
-    const sweeps = await env.DB.prepare('SELECT sweeps FROM insert_items WHERE trans_id = ?').bind(transId).first<{ sweeps: number }>();
-    expect(sweeps?.sweeps).toBe(0);
+    expect(await sweepsOf(transId)).toEqual([0]);
     expect(await pendingCount(transId)).toBe(1);
+  });
+
+  it('leaves items queued behind a backlog alone, however old, while a consumer keeps starting others', async () => {
+    const app = await createApp('sweeper-backlog');
+    const queued = await acceptedWithoutMessages(app, ['queued-0', 'queued-1']);
+    await age(queued, 3 * STALL_MINUTES);
+    // Another import's item was started a minute ago: the consumer is working through the queue.
+    const working = await acceptedWithoutMessages(app, ['in-work']);
+    await env.DB.prepare('UPDATE insert_items SET started_at = ? WHERE trans_id = ?').bind(ago(1), working).run();
+    await runSweep();
+    expect(await sweepsOf(queued)).toEqual([0, 0]);
+    expect(await pendingCount(queued)).toBe(2);
+  });
+
+  it('sends again an item a consumer started and never settled, even while others progress', async () => {
+    const app = await createApp('sweeper-died');
+    const transId = await acceptedWithoutMessages(app, ['died-0']);
+    await env.DB.prepare('UPDATE insert_items SET started_at = ? WHERE trans_id = ?').bind(ago(STALL_MINUTES + 1), transId).run();
+    const working = await acceptedWithoutMessages(app, ['in-work']);
+    await env.DB.prepare('UPDATE insert_items SET started_at = ? WHERE trans_id = ?').bind(ago(1), working).run();
+    await runSweep();
+    expect(await sweepsOf(transId)).toEqual([1]);
+    const status = await waitForTransaction(app, transId);
+    expect(status).toMatchObject({ processed_percent: 100, success_count: 1 });
   });
 
   it(`fails an item sent again ${MAX_SWEEPS} times in vain, so the transaction reaches 100`, async () => {

@@ -123,14 +123,20 @@ describe('object detection and the object-level index', () => {
   });
 
   it('re-insert and remove leave no stale object vector', async () => {
-    const [row] = (await env.DB.prepare('SELECT id, object_count FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, 'opencv-doc_building').all<{ id: number; object_count: number }>()).results;
-    const ids = Array.from({ length: row!.object_count }, (_, k) => `${row!.id}.${k}`);
-    expect(row!.object_count).toBeGreaterThan(2);
+    const version = async () =>
+      (await env.DB.prepare('SELECT id, object_count FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, 'opencv-doc_building').first<{ id: number; object_count: number }>())!;
+    const objectIds = (row: { id: number; object_count: number }) => Array.from({ length: row.object_count }, (_, k) => `${row.id}.${k}`);
+    const first = await version();
+    expect(first.object_count).toBeGreaterThan(2);
     await insertAndWait(app, [{ im_name: 'opencv-doc_building', im_url: fixtureUrl(`/images/${PLANT.file}`) }]);
-    expect(await objectVectors(env).getByIds(ids)).toHaveLength(2);
+    // The new version's objects replace the old version's, which are gone.
+    const second = await version();
+    expect(second.object_count).toBe(2);
+    expect(await objectVectors(env).getByIds(objectIds(first))).toEqual([]);
+    expect(await objectVectors(env).getByIds(objectIds(second))).toHaveLength(2);
     const form = new URLSearchParams({ 'im_name[0]': 'opencv-doc_building' });
     const removed = await call('/remove', { method: 'POST', headers: basicAuth(app), body: form });
     expect(await removed.json()).toMatchObject({ status: 'OK', total: 1 });
-    expect(await objectVectors(env).getByIds(ids)).toEqual([]);
+    expect(await objectVectors(env).getByIds(objectIds(second))).toEqual([]);
   });
 });

@@ -15,24 +15,28 @@ const FILES = ['animals_birds_hen.png', 'animals_birds_rooster.png', 'animals_ma
 describe('POST /remove', () => {
   let app: Credentials;
   let ids: Map<string, string>;
+  let blobKeys: Map<string, string>;
 
   beforeAll(async () => {
     app = await createApp();
     await insertAndWait(app, FILES.map((file, i) => ({ im_name: `img${i}`, im_url: fixtureUrl(`/images/${file}`) })));
-    const { results } = await env.DB.prepare('SELECT id, im_name FROM images WHERE app_id = ?').bind(app.app_id).all<{ id: number; im_name: string }>();
+    const { results } = await env.DB.prepare('SELECT id, im_name, blob_key FROM images WHERE app_id = ?')
+      .bind(app.app_id)
+      .all<{ id: number; im_name: string; blob_key: string }>();
     ids = new Map(results.map((row) => [row.im_name, String(row.id)]));
+    blobKeys = new Map(results.map((row) => [row.im_name, row.blob_key]));
   });
 
   it('removes an image from every search at once, with its vector and stored bytes', async () => {
     expect((await search(app, 'im_name=img0&limit=10')).body.result.map((item) => item.im_name)).toContain('img1');
-    expect(await env.BLOBS.head(`${app.app_id}/images/img1`)).not.toBeNull();
+    expect(await env.BLOBS.head(blobKeys.get('img1')!)).not.toBeNull();
 
     expect(await remove(app, ['img1'])).toEqual({ status: 200, body: { status: 'OK', method: 'remove', total: 1, result: [], error: [] } });
 
     expect((await search(app, 'im_name=img0&limit=10')).body.result.map((item) => item.im_name)).not.toContain('img1');
     expect(await search(app, 'im_name=img1')).toMatchObject({ status: 200, body: { status: 'fail', error: ['Image not found with im_name.'] } });
     expect(await imageVectors(env).getByIds([ids.get('img1')!])).toEqual([]);
-    expect(await env.BLOBS.head(`${app.app_id}/images/img1`)).toBeNull();
+    expect(await env.BLOBS.head(blobKeys.get('img1')!)).toBeNull();
   });
 
   it('answers warning with a 102 entry per unknown name, counting only what it removed', async () => {

@@ -21,6 +21,9 @@ export type DetectedObject = {
   colors?: PaletteColor[];
 };
 
+/** The most objects a `detect` answers (the inference service's DETECT_MAX_OBJECTS). */
+export const MAX_DETECTED_OBJECTS = 30;
+
 export type Prediction = {
   image: { width: number; height: number; format: string };
   embed?: { model: string; dim: number; vector: number[] };

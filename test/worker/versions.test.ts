@@ -1,0 +1,161 @@
+import { createExecutionContext, createMessageBatch, createScheduledController, env, getQueueResult, waitOnExecutionContext } from 'cloudflare:test';
+import { describe, expect, it } from 'vitest';
+import worker from '../../src/index';
+import type { Env } from '../../src/env';
+import { MAX_DETECTED_OBJECTS } from '../../src/ports/inference/types';
+import { createTransaction } from '../../src/storage/transactions';
+import { colorVectors, imageVectors, objectVectors } from '../../src/storage/vectors';
+import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, search, waitForTransaction, type Credentials } from './helpers';
+
+/**
+ * Image versions (migrations/0008): an insert is all or nothing, a later operation on a name wins whatever order the
+ * items finish in, and what a replaced, removed or failed version wrote is deleted. After each scenario, D1, R2 and
+ * the vector indexes must agree: only the live version of each name has a row, bytes and vectors.
+ */
+
+type Row = { id: number; im_name: string; blob_key: string; object_count: number; metadata: string };
+
+const rows = async (app: Credentials): Promise<Row[]> =>
+  (
+    await env.DB.prepare('SELECT id, im_name, blob_key, object_count, metadata FROM images WHERE app_id = ? ORDER BY im_name')
+      .bind(app.app_id)
+      .all<Row>()
+  ).results;
+
+const vectorIds = (id: number, objects: number): string[] => [String(id), ...Array.from({ length: objects }, (_, k) => `${id}.${k}`)];
+
+/** Every version id the application ever had a vector or object of, from the allocator's range. */
+async function strayVectors(app: Credentials, live: Row[]): Promise<string[]> {
+  const liveIds = new Set(live.flatMap((row) => vectorIds(row.id, row.object_count)));
+  const { results } = await env.DB.prepare('SELECT seq FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id WHERE t.app_id = ?')
+    .bind(app.app_id)
+    .all<{ seq: number }>();
+  const candidates = results.flatMap((row) => vectorIds(row.seq, MAX_DETECTED_OBJECTS)).filter((id) => !liveIds.has(id));
+  const found = await Promise.all([imageVectors(env), objectVectors(env), colorVectors(env)].map((index) => index.getByIds(candidates)));
+  return found.flat().map((record) => record.id);
+}
+
+/** D1, R2 and the vector indexes agree: each live row has its bytes and vectors, and nothing else is stored. */
+async function expectConsistent(app: Credentials): Promise<Row[]> {
+  const live = await rows(app);
+  for (const row of live) {
+    expect(await env.BLOBS.head(row.blob_key), row.im_name).not.toBeNull();
+    expect(await imageVectors(env).getByIds([String(row.id)]), row.im_name).toHaveLength(1);
+  }
+  const listed = await env.BLOBS.list({ prefix: `${app.app_id}/images/` });
+  expect(listed.objects.map((object) => object.key).sort()).toEqual(live.map((row) => row.blob_key).sort());
+  expect(await strayVectors(app, live)).toEqual([]);
+  expect(await env.DB.prepare('SELECT count(*) AS n FROM retired_versions WHERE app_id = ?').bind(app.app_id).first<{ n: number }>()).toEqual({ n: 0 });
+  return live;
+}
+
+/** The Worker's environment with the local vector index refusing every write, as a failing Vectorize would. */
+function withFailingVectorWrites(): Env {
+  const namespace = env.LOCAL_VECTOR_INDEX;
+  const failing = {
+    idFromName: (name: string) => namespace.idFromName(name),
+    get: (id: DurableObjectId) => {
+      const stub = namespace.get(id);
+      return {
+        upsert: async () => {
+          throw new Error('injected: vector write failed');
+        },
+        queryMany: (...args: Parameters<typeof stub.queryMany>) => stub.queryMany(...args),
+        getByIds: (ids: string[]) => stub.getByIds(ids),
+        deleteByIds: (ids: string[]) => stub.deleteByIds(ids),
+      };
+    },
+  };
+  return { ...env, LOCAL_VECTOR_INDEX: failing as unknown as Env['LOCAL_VECTOR_INDEX'] };
+}
+
+/** Delivers one message of a transaction to the consumer with `workerEnv`, as the queue would. */
+async function deliver(workerEnv: Env, queue: string, transId: number, attempts = 1): Promise<{ retried: boolean }> {
+  const batch = createMessageBatch(queue, [{ id: `m-${transId}-${attempts}`, timestamp: Date.now(), attempts, body: { transId, index: 0 } }]);
+  const ctx = createExecutionContext();
+  await worker.queue(batch, workerEnv);
+  const result = await getQueueResult(batch, ctx);
+  return { retried: result.retryMessages.length > 0 };
+}
+
+describe('image versions', () => {
+  it('a failed insert leaves the previous version whole, and its own leftovers are deleted when it is given up', async () => {
+    const app = await createApp('all-or-nothing', [{ name: 'brand', type: 'string', searchable: true }]);
+    await insertAndWait(app, [{ im_name: 'item', im_url: fixtureUrl('/images/animals_birds_hen.png'), brand: 'old' }]);
+    const [before] = await rows(app);
+
+    const transId = await createTransaction(env.DB, app.app_id, [
+      { index: 0, imName: 'item', imUrl: fixtureUrl('/images/animals_mammals_cats_tiger.png'), metadata: { brand: 'new' } },
+    ]);
+    // The new version's bytes are stored, then its vector write fails: the queue is asked to retry.
+    expect(await deliver(withFailingVectorWrites(), 'image-insert', transId)).toEqual({ retried: true });
+
+    // Searches still see the old version, whole: its row, metadata, bytes and vector.
+    expect(await rows(app)).toEqual([before]);
+    const found = await search(app, 'im_name=item&get_all_fl=true');
+    expect(found.body.status).toBe('OK');
+    const upload = await call('/uploadsearch', {
+      method: 'POST',
+      headers: basicAuth(app),
+      body: new URLSearchParams({ im_url: fixtureUrl('/images/animals_birds_hen.png'), score: 'true', get_all_fl: 'true', detection: ' ' }),
+    });
+    expect((await upload.json<{ result: unknown[] }>()).result[0]).toEqual({ im_name: 'item', score: expect.closeTo(1, 3), value_map: { brand: 'old' } });
+
+    // Past its retries the item goes to the dead-letter queue: failed, and what the new version wrote goes.
+    await deliver(env, 'image-insert-dlq', transId, 5);
+    expect(await waitForTransaction(app, transId, 1_000)).toMatchObject({ processed_percent: 100, fail_count: 1 });
+    const ctx = createExecutionContext();
+    worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: '*/10 * * * *' }), env, ctx);
+    await waitOnExecutionContext(ctx);
+    expect(await expectConsistent(app)).toEqual([before]);
+  });
+
+  it('a remove wins over an insert of the name still in work', async () => {
+    const app = await createApp('remove-wins');
+    await insertAndWait(app, [{ im_name: 'zombie', im_url: fixtureUrl('/images/animals_birds_hen.png') }]);
+    const reinsert = await (await insert(app, [{ im_name: 'zombie', im_url: fixtureUrl('/slow/animals_mammals_cats_tiger.png') }])).json<{ trans_id: number }>();
+    const removed = await call('/remove', { method: 'POST', headers: basicAuth(app), body: new URLSearchParams({ 'im_name[0]': 'zombie' }) });
+    expect(await removed.json()).toMatchObject({ status: 'OK', total: 1 });
+
+    expect(await waitForTransaction(app, reinsert.trans_id)).toMatchObject({ processed_percent: 100, success_count: 1 });
+    expect((await search(app, 'im_name=zombie')).body.error).toEqual(['Image not found with im_name.']);
+    expect(await expectConsistent(app)).toEqual([]);
+  });
+
+  it('a remove of a name only waiting to be inserted keeps it out, though it answers that the name is not there yet', async () => {
+    const app = await createApp('remove-first');
+    const pending = await (await insert(app, [{ im_name: 'early', im_url: fixtureUrl('/slow/animals_birds_hen.png') }])).json<{ trans_id: number }>();
+    const removed = await call('/remove', { method: 'POST', headers: basicAuth(app), body: new URLSearchParams({ 'im_name[0]': 'early' }) });
+    expect(await removed.json()).toMatchObject({ status: 'fail', total: 0 });
+    await waitForTransaction(app, pending.trans_id);
+    expect(await expectConsistent(app)).toEqual([]);
+    // A later insert of the name is applied as usual.
+    await insertAndWait(app, [{ im_name: 'early', im_url: fixtureUrl('/images/animals_birds_hen.png') }]);
+    expect((await expectConsistent(app)).map((row) => row.im_name)).toEqual(['early']);
+  });
+
+  it('of two entries with one name in one call, the later index wins, whichever finishes first', async () => {
+    const app = await createApp('same-name');
+    const { trans_id: transId } = await (
+      await insert(app, [
+        { im_name: 'twice', im_url: fixtureUrl('/slow/animals_birds_hen.png') },
+        { im_name: 'twice', im_url: fixtureUrl('/images/animals_mammals_cats_tiger.png') },
+      ])
+    ).json<{ trans_id: number }>();
+    expect(await waitForTransaction(app, transId)).toMatchObject({ processed_percent: 100, success_count: 2 });
+    const [row] = await expectConsistent(app);
+    const tiger = await (await fetch(fixtureUrl('/images/animals_mammals_cats_tiger.png'))).arrayBuffer();
+    expect((await (await env.BLOBS.get(row!.blob_key))!.arrayBuffer()).byteLength).toBe(tiger.byteLength);
+  });
+
+  it('a metadata-only update waits for an insert of the name accepted before it, then applies over it', async () => {
+    const app = await createApp('update-order', [{ name: 'brand', type: 'string' }, { name: 'price', type: 'float' }]);
+    await insertAndWait(app, [{ im_name: 'item', im_url: fixtureUrl('/images/animals_birds_hen.png'), brand: 'first', price: '1' }]);
+    const reinserted = await (await insert(app, [{ im_name: 'item', im_url: fixtureUrl('/slow/animals_mammals_cats_tiger.png'), brand: 'second', price: '2' }])).json<{ trans_id: number }>();
+    const updated = await (await insert(app, [{ im_name: 'item', price: '3' }])).json<{ trans_id: number }>();
+    await waitForTransaction(app, updated.trans_id);
+    await waitForTransaction(app, reinserted.trans_id);
+    const [row] = await expectConsistent(app);
+    expect(JSON.parse(row!.metadata)).toEqual({ brand: 'second', price: 3 });
+  });
+});
