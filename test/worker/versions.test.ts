@@ -69,6 +69,45 @@ function withFailingVectorWrites(): Env {
   return { ...env, LOCAL_VECTOR_INDEX: failing as unknown as Env['LOCAL_VECTOR_INDEX'] };
 }
 
+/** The Worker's environment with R2 refusing every write, or the vector index every delete. */
+function withFailingBlobWrites(): Env {
+  const bucket = env.BLOBS;
+  const failing = new Proxy(bucket, {
+    get: (target, property) =>
+      property === 'put'
+        ? async () => {
+            throw new Error('injected: R2 write failed');
+          }
+        : (Reflect.get(target, property) as unknown as (...args: unknown[]) => unknown).bind(target),
+  });
+  return { ...env, BLOBS: failing };
+}
+
+function withFailingVectorDeletes(): Env {
+  const namespace = env.LOCAL_VECTOR_INDEX;
+  const failing = {
+    idFromName: (name: string) => namespace.idFromName(name),
+    get: (id: DurableObjectId) => {
+      const stub = namespace.get(id);
+      return {
+        upsert: (...args: Parameters<typeof stub.upsert>) => stub.upsert(...args),
+        queryMany: (...args: Parameters<typeof stub.queryMany>) => stub.queryMany(...args),
+        getByIds: (ids: string[]) => stub.getByIds(ids),
+        deleteByIds: async () => {
+          throw new Error('injected: vector delete failed');
+        },
+      };
+    },
+  };
+  return { ...env, LOCAL_VECTOR_INDEX: failing as unknown as Env['LOCAL_VECTOR_INDEX'] };
+}
+
+async function runSweeper(): Promise<void> {
+  const ctx = createExecutionContext();
+  worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: '*/10 * * * *' }), env, ctx);
+  await waitOnExecutionContext(ctx);
+}
+
 /** Delivers one message of a transaction to the consumer with `workerEnv`, as the queue would. */
 async function deliver(workerEnv: Env, queue: string, transId: number, attempts = 1): Promise<{ retried: boolean }> {
   const batch = createMessageBatch(queue, [{ id: `m-${transId}-${attempts}`, timestamp: Date.now(), attempts, body: { transId, index: 0 } }]);
@@ -104,10 +143,42 @@ describe('image versions', () => {
     // Past its retries the item goes to the dead-letter queue: failed, and what the new version wrote goes.
     await deliver(env, 'image-insert-dlq', transId, 5);
     expect(await waitForTransaction(app, transId, 1_000)).toMatchObject({ processed_percent: 100, fail_count: 1 });
-    const ctx = createExecutionContext();
-    worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: '*/10 * * * *' }), env, ctx);
-    await waitOnExecutionContext(ctx);
+    await runSweeper();
     expect(await expectConsistent(app)).toEqual([before]);
+  });
+
+  it('an insert whose bytes cannot be stored is retried and changes nothing meanwhile; delivered again, it lands whole', async () => {
+    const app = await createApp('r2-failing', [{ name: 'brand', type: 'string', searchable: true }]);
+    await insertAndWait(app, [{ im_name: 'item', im_url: fixtureUrl('/images/animals_birds_hen.png'), brand: 'old' }]);
+    const [before] = await rows(app);
+    const transId = await createTransaction(env.DB, app.app_id, [
+      { index: 0, imName: 'item', imUrl: fixtureUrl('/images/animals_mammals_cats_tiger.png'), metadata: { brand: 'new' } },
+    ]);
+    expect(await deliver(withFailingBlobWrites(), 'image-insert', transId)).toEqual({ retried: true });
+    expect(await rows(app)).toEqual([before]);
+    // The queue's next delivery, with R2 back.
+    expect(await deliver(env, 'image-insert', transId, 2)).toEqual({ retried: false });
+    const [after] = await expectConsistent(app);
+    expect(after!.id).toBeGreaterThan(before!.id);
+    expect(JSON.parse(after!.metadata)).toEqual({ brand: 'new' });
+  });
+
+  it('a remove whose vector deletes fail hides the image at once, and the sweeper deletes what it left', async () => {
+    const app = await createApp('remove-halfway');
+    await insertAndWait(app, [
+      { im_name: 'gone', im_url: fixtureUrl('/images/animals_birds_hen.png') },
+      { im_name: 'kept', im_url: fixtureUrl('/images/animals_birds_rooster.png') },
+    ]);
+    const [gone] = await rows(app);
+    const request = new Request('https://search.test/remove', { method: 'POST', headers: basicAuth(app), body: new URLSearchParams({ 'im_name[0]': 'gone' }) });
+    const response = await worker.fetch(request, withFailingVectorDeletes(), createExecutionContext());
+    expect(await response.json()).toMatchObject({ status: 'OK', total: 1 });
+    expect((await search(app, 'im_name=gone')).body.error).toEqual(['Image not found with im_name.']);
+    expect((await search(app, 'im_name=kept')).body.result).toEqual([]);
+    // Left for later: the retired version, still holding its vector.
+    expect(await imageVectors(env).getByIds([String(gone!.id)])).toHaveLength(1);
+    await runSweeper();
+    expect((await expectConsistent(app)).map((row) => row.im_name)).toEqual(['kept']);
   });
 
   it('a remove wins over an insert of the name still in work', async () => {
