@@ -45,7 +45,7 @@ if (!(Number.isInteger(maxWaiting) && maxWaiting >= 0)) {
 // As many predictions in flight as one embedder batch holds: enough to fill batches, few enough to bound memory.
 // Waiting requests hold their bodies (up to MAX_BODY_BYTES each): bounding them bounds memory under overload too.
 const inFlight = new ConcurrencyLimit(modelSet.maxBatch, maxWaiting);
-const maxBodyMegabytes = Number(process.env.INFERENCE_MAX_BODY_MB || 256);
+const maxBodyMegabytes = Number(process.env.INFERENCE_MAX_BODY_MB || 128);
 if (!(Number.isInteger(maxBodyMegabytes) && maxBodyMegabytes >= MAX_BODY_BYTES / (1024 * 1024))) {
   throw new Error(`INFERENCE_MAX_BODY_MB must be an integer of at least ${MAX_BODY_BYTES / (1024 * 1024)}, got "${process.env.INFERENCE_MAX_BODY_MB}"`);
 }
