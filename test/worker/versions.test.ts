@@ -102,6 +102,34 @@ function withFailingVectorDeletes(): Env {
   return { ...env, LOCAL_VECTOR_INDEX: failing as unknown as Env['LOCAL_VECTOR_INDEX'] };
 }
 
+/** The Worker's environment with D1 refusing the batch that makes a version live (it inserts into `images`). */
+function withFailingVersionSwitch(): Env {
+  const db = env.DB;
+  const sqlOf = new WeakMap<D1PreparedStatement, string>();
+  const failing = new Proxy(db, {
+    get: (target, property) => {
+      if (property === 'prepare') {
+        // Bound statements are new objects: each carries its SQL on.
+        const tagged = (statement: D1PreparedStatement, sql: string): D1PreparedStatement => {
+          sqlOf.set(statement, sql);
+          const bind = statement.bind.bind(statement);
+          statement.bind = (...values: unknown[]) => tagged(bind(...values), sql);
+          return statement;
+        };
+        return (sql: string) => tagged(target.prepare(sql), sql);
+      }
+      if (property === 'batch') {
+        return async (statements: D1PreparedStatement[]) => {
+          if (statements.some((statement) => sqlOf.get(statement)?.includes('INSERT INTO images'))) throw new Error('injected: D1 batch failed');
+          return target.batch(statements);
+        };
+      }
+      return (Reflect.get(target, property) as unknown as (...args: unknown[]) => unknown).bind(target);
+    },
+  });
+  return { ...env, DB: failing };
+}
+
 async function runSweeper(): Promise<void> {
   const ctx = createExecutionContext();
   worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: '*/10 * * * *' }), env, ctx);
@@ -161,6 +189,30 @@ describe('image versions', () => {
     const [after] = await expectConsistent(app);
     expect(after!.id).toBeGreaterThan(before!.id);
     expect(JSON.parse(after!.metadata)).toEqual({ brand: 'new' });
+  });
+
+  it('an insert whose switch to the new version fails in D1 leaves the old version live and the new one invisible', async () => {
+    const app = await createApp('d1-failing', [{ name: 'brand', type: 'string', searchable: true }]);
+    await insertAndWait(app, [{ im_name: 'item', im_url: fixtureUrl('/images/animals_birds_hen.png'), brand: 'old' }]);
+    const [before] = await rows(app);
+    const transId = await createTransaction(env.DB, app.app_id, [
+      { index: 0, imName: 'item', imUrl: fixtureUrl('/images/animals_mammals_cats_tiger.png'), metadata: { brand: 'new' } },
+    ]);
+    expect(await deliver(withFailingVersionSwitch(), 'image-insert', transId)).toEqual({ retried: true });
+    // Bytes and vectors of the new version are written, but nothing shows them: the old version answers, whole.
+    expect(await rows(app)).toEqual([before]);
+    const tiger = await call('/uploadsearch', {
+      method: 'POST',
+      headers: basicAuth(app),
+      body: new URLSearchParams({ im_url: fixtureUrl('/images/animals_mammals_cats_tiger.png'), score: 'true', get_all_fl: 'true', detection: ' ' }),
+    });
+    const [match] = (await tiger.json<{ result: { im_name: string; score: number; value_map: object }[] }>()).result;
+    expect(match?.value_map).toEqual({ brand: 'old' });
+    expect(match!.score).toBeLessThan(0.99);
+    // Given up: the dead-letter consumer retires what it wrote, and the sweeper deletes it.
+    await deliver(env, 'image-insert-dlq', transId, 5);
+    await runSweeper();
+    expect(await expectConsistent(app)).toEqual([before]);
   });
 
   it('a remove whose vector deletes fail hides the image at once, and the sweeper deletes what it left', async () => {
