@@ -83,6 +83,20 @@ function withFailingBlobWrites(): Env {
   return { ...env, BLOBS: failing };
 }
 
+/** The Worker's environment with R2 refusing every delete. */
+function withFailingBlobDeletes(): Env {
+  const bucket = env.BLOBS;
+  const failing = new Proxy(bucket, {
+    get: (target, property) =>
+      property === 'delete'
+        ? async () => {
+            throw new Error('injected: R2 delete failed');
+          }
+        : (Reflect.get(target, property) as unknown as (...args: unknown[]) => unknown).bind(target),
+  });
+  return { ...env, BLOBS: failing };
+}
+
 function withFailingVectorDeletes(): Env {
   const namespace = env.LOCAL_VECTOR_INDEX;
   const failing = {
@@ -102,8 +116,8 @@ function withFailingVectorDeletes(): Env {
   return { ...env, LOCAL_VECTOR_INDEX: failing as unknown as Env['LOCAL_VECTOR_INDEX'] };
 }
 
-/** The Worker's environment with D1 refusing the batch that makes a version live (it inserts into `images`). */
-function withFailingVersionSwitch(): Env {
+/** The Worker's environment with D1 refusing every batch with a statement whose SQL contains `marker`. */
+function withFailingD1Batch(marker: string): Env {
   const db = env.DB;
   const sqlOf = new WeakMap<D1PreparedStatement, string>();
   const failing = new Proxy(db, {
@@ -120,7 +134,7 @@ function withFailingVersionSwitch(): Env {
       }
       if (property === 'batch') {
         return async (statements: D1PreparedStatement[]) => {
-          if (statements.some((statement) => sqlOf.get(statement)?.includes('INSERT INTO images'))) throw new Error('injected: D1 batch failed');
+          if (statements.some((statement) => sqlOf.get(statement)?.includes(marker))) throw new Error('injected: D1 batch failed');
           return target.batch(statements);
         };
       }
@@ -198,7 +212,8 @@ describe('image versions', () => {
     const transId = await createTransaction(env.DB, app.app_id, [
       { index: 0, imName: 'item', imUrl: fixtureUrl('/images/animals_mammals_cats_tiger.png'), metadata: { brand: 'new' } },
     ]);
-    expect(await deliver(withFailingVersionSwitch(), 'image-insert', transId)).toEqual({ retried: true });
+    // The batch that makes a version live is the one that inserts into images.
+    expect(await deliver(withFailingD1Batch('INSERT INTO images'), 'image-insert', transId)).toEqual({ retried: true });
     // Bytes and vectors of the new version are written, but nothing shows them: the old version answers, whole.
     expect(await rows(app)).toEqual([before]);
     const tiger = await call('/uploadsearch', {
@@ -231,6 +246,30 @@ describe('image versions', () => {
     expect(await imageVectors(env).getByIds([String(gone!.id)])).toHaveLength(1);
     await runSweeper();
     expect((await expectConsistent(app)).map((row) => row.im_name)).toEqual(['kept']);
+  });
+
+  it('a remove whose D1 batch fails changes nothing: the image stays, whole and searchable', async () => {
+    const app = await createApp('remove-d1-failing');
+    await insertAndWait(app, [{ im_name: 'stays', im_url: fixtureUrl('/images/animals_birds_hen.png') }]);
+    const before = await rows(app);
+    const request = new Request('https://search.test/remove', { method: 'POST', headers: basicAuth(app), body: new URLSearchParams({ 'im_name[0]': 'stays' }) });
+    const response = await worker.fetch(request, withFailingD1Batch('DELETE FROM images'), createExecutionContext());
+    expect(await response.json()).toMatchObject({ status: 'fail', error: ['A system error is reported and we are fixing it right now.'] });
+    expect(await expectConsistent(app)).toEqual(before);
+    expect((await search(app, 'im_name=stays')).body.status).toBe('OK');
+  });
+
+  it('a re-insert whose old bytes cannot be deleted lands, and the sweeper deletes them later', async () => {
+    const app = await createApp('retired-r2-failing');
+    await insertAndWait(app, [{ im_name: 'item', im_url: fixtureUrl('/images/animals_birds_hen.png') }]);
+    const [before] = await rows(app);
+    const transId = await createTransaction(env.DB, app.app_id, [{ index: 0, imName: 'item', imUrl: fixtureUrl('/images/animals_mammals_cats_tiger.png'), metadata: {} }]);
+    expect(await deliver(withFailingBlobDeletes(), 'image-insert', transId)).toEqual({ retried: false });
+    const [after] = await rows(app);
+    expect(after!.id).toBeGreaterThan(before!.id);
+    expect(await env.BLOBS.head(before!.blob_key)).not.toBeNull();
+    await runSweeper();
+    expect(await expectConsistent(app)).toEqual([after]);
   });
 
   it('a remove wins over an insert of the name still in work', async () => {
