@@ -62,6 +62,17 @@ export async function waitForTransaction(credentials: Credentials, transId: numb
   throw new Error(`transaction ${transId} did not finish in ${timeoutMs} ms`);
 }
 
+/**
+ * Waits (a few seconds at most) until what the application's replaced or removed versions left is deleted: a consumer
+ * does that just after it settles an item, so a test that checks it must not race it. Answers what is still left.
+ */
+export async function retiredLeft(credentials: Pick<Credentials, 'app_id'>): Promise<number> {
+  const count = async () =>
+    (await env.DB.prepare('SELECT count(*) AS n FROM retired_versions WHERE app_id = ?').bind(credentials.app_id).first<{ n: number }>())!.n;
+  for (let tries = 0; tries < 50 && (await count()) > 0; tries++) await new Promise((resolve) => setTimeout(resolve, 100));
+  return count();
+}
+
 /** Inserts the images and waits until every one of them is settled. */
 export async function insertAndWait(credentials: Credentials, images: Record<string, string>[]): Promise<TransactionStatus> {
   const response = await insert(credentials, images);

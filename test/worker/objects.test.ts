@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { objectVectors } from '../../src/storage/vectors';
-import { basicAuth, call, createApp, discoversearch, fixtureUrl, imageBytes, insertAndWait, uploadsearch, type Credentials } from './helpers';
+import { basicAuth, call, createApp, discoversearch, fixtureUrl, imageBytes, insertAndWait, retiredLeft, uploadsearch, type Credentials } from './helpers';
 
 /**
  * Real detections of the bundled COCO detector on the shared images (inference/README.md, Detection): the pots of
@@ -130,6 +130,7 @@ describe('object detection and the object-level index', () => {
     expect(first.object_count).toBeGreaterThan(2);
     await insertAndWait(app, [{ im_name: 'opencv-doc_building', im_url: fixtureUrl(`/images/${PLANT.file}`) }]);
     // The new version's objects replace the old version's, which are gone.
+    expect(await retiredLeft(app)).toBe(0);
     const second = await version();
     expect(second.object_count).toBe(2);
     expect(await objectVectors(env).getByIds(objectIds(first))).toEqual([]);
