@@ -52,55 +52,12 @@ async function expectConsistent(app: Credentials): Promise<Row[]> {
   return live;
 }
 
-/** The Worker's environment with the local vector index refusing every write, as a failing Vectorize would. */
-function withFailingVectorWrites(): Env {
-  const namespace = env.LOCAL_VECTOR_INDEX;
-  const failing = {
-    idFromName: (name: string) => namespace.idFromName(name),
-    get: (id: DurableObjectId) => {
-      const stub = namespace.get(id);
-      return {
-        upsert: async () => {
-          throw new Error('injected: vector write failed');
-        },
-        queryMany: (...args: Parameters<typeof stub.queryMany>) => stub.queryMany(...args),
-        getByIds: (ids: string[]) => stub.getByIds(ids),
-        deleteByIds: (ids: string[]) => stub.deleteByIds(ids),
-      };
-    },
-  };
-  return { ...env, LOCAL_VECTOR_INDEX: failing as unknown as Env['LOCAL_VECTOR_INDEX'] };
-}
+const injected = (what: string) => async (): Promise<never> => {
+  throw new Error(`injected: ${what} failed`);
+};
 
-/** The Worker's environment with R2 refusing every write, or the vector index every delete. */
-function withFailingBlobWrites(): Env {
-  const bucket = env.BLOBS;
-  const failing = new Proxy(bucket, {
-    get: (target, property) =>
-      property === 'put'
-        ? async () => {
-            throw new Error('injected: R2 write failed');
-          }
-        : (Reflect.get(target, property) as unknown as (...args: unknown[]) => unknown).bind(target),
-  });
-  return { ...env, BLOBS: failing };
-}
-
-/** The Worker's environment with R2 refusing every delete. */
-function withFailingBlobDeletes(): Env {
-  const bucket = env.BLOBS;
-  const failing = new Proxy(bucket, {
-    get: (target, property) =>
-      property === 'delete'
-        ? async () => {
-            throw new Error('injected: R2 delete failed');
-          }
-        : (Reflect.get(target, property) as unknown as (...args: unknown[]) => unknown).bind(target),
-  });
-  return { ...env, BLOBS: failing };
-}
-
-function withFailingVectorDeletes(): Env {
+/** The Worker's environment with the local vector index failing every call of `method`, as a failing Vectorize would. */
+function withFailingVectorIndex(method: 'upsert' | 'deleteByIds'): Env {
   const namespace = env.LOCAL_VECTOR_INDEX;
   const failing = {
     idFromName: (name: string) => namespace.idFromName(name),
@@ -110,13 +67,21 @@ function withFailingVectorDeletes(): Env {
         upsert: (...args: Parameters<typeof stub.upsert>) => stub.upsert(...args),
         queryMany: (...args: Parameters<typeof stub.queryMany>) => stub.queryMany(...args),
         getByIds: (ids: string[]) => stub.getByIds(ids),
-        deleteByIds: async () => {
-          throw new Error('injected: vector delete failed');
-        },
+        deleteByIds: (ids: string[]) => stub.deleteByIds(ids),
+        [method]: injected(`vector ${method}`),
       };
     },
   };
   return { ...env, LOCAL_VECTOR_INDEX: failing as unknown as Env['LOCAL_VECTOR_INDEX'] };
+}
+
+/** The Worker's environment with R2 failing every call of `method`. */
+function withFailingBlobs(method: 'put' | 'delete'): Env {
+  const failing = new Proxy(env.BLOBS, {
+    get: (target, property) =>
+      property === method ? injected(`R2 ${method}`) : (Reflect.get(target, property) as unknown as (...args: unknown[]) => unknown).bind(target),
+  });
+  return { ...env, BLOBS: failing };
 }
 
 /** The Worker's environment with D1 refusing every batch with a statement whose SQL contains `marker`. */
@@ -172,7 +137,7 @@ describe('image versions', () => {
       { index: 0, imName: 'item', imUrl: fixtureUrl('/images/animals_mammals_cats_tiger.png'), metadata: { brand: 'new' } },
     ]);
     // The new version's bytes are stored, then its vector write fails: the queue is asked to retry.
-    expect(await deliver(withFailingVectorWrites(), 'image-insert', transId)).toEqual({ retried: true });
+    expect(await deliver(withFailingVectorIndex('upsert'), 'image-insert', transId)).toEqual({ retried: true });
 
     // Searches still see the old version, whole: its row, metadata, bytes and vector.
     expect(await rows(app)).toEqual([before]);
@@ -199,7 +164,7 @@ describe('image versions', () => {
     const transId = await createTransaction(env.DB, app.app_id, [
       { index: 0, imName: 'item', imUrl: fixtureUrl('/images/animals_mammals_cats_tiger.png'), metadata: { brand: 'new' } },
     ]);
-    expect(await deliver(withFailingBlobWrites(), 'image-insert', transId)).toEqual({ retried: true });
+    expect(await deliver(withFailingBlobs('put'), 'image-insert', transId)).toEqual({ retried: true });
     expect(await rows(app)).toEqual([before]);
     // The queue's next delivery, with R2 back.
     expect(await deliver(env, 'image-insert', transId, 2)).toEqual({ retried: false });
@@ -241,7 +206,7 @@ describe('image versions', () => {
     ]);
     const [gone] = await rows(app);
     const request = new Request('https://search.test/remove', { method: 'POST', headers: basicAuth(app), body: new URLSearchParams({ 'im_name[0]': 'gone' }) });
-    const response = await worker.fetch(request, withFailingVectorDeletes(), createExecutionContext());
+    const response = await worker.fetch(request, withFailingVectorIndex('deleteByIds'), createExecutionContext());
     expect(await response.json()).toMatchObject({ status: 'OK', total: 1 });
     expect((await search(app, 'im_name=gone')).body.error).toEqual(['Image not found with im_name.']);
     expect((await search(app, 'im_name=kept')).body.result).toEqual([]);
@@ -267,7 +232,7 @@ describe('image versions', () => {
     await insertAndWait(app, [{ im_name: 'item', im_url: fixtureUrl('/images/animals_birds_hen.png') }]);
     const [before] = await rows(app);
     const transId = await createTransaction(env.DB, app.app_id, [{ index: 0, imName: 'item', imUrl: fixtureUrl('/images/animals_mammals_cats_tiger.png'), metadata: {} }]);
-    expect(await deliver(withFailingBlobDeletes(), 'image-insert', transId)).toEqual({ retried: false });
+    expect(await deliver(withFailingBlobs('delete'), 'image-insert', transId)).toEqual({ retried: false });
     const [after] = await rows(app);
     expect(after!.id).toBeGreaterThan(before!.id);
     expect(await env.BLOBS.head(before!.blob_key)).not.toBeNull();
