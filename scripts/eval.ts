@@ -4,6 +4,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { seededRandom } from '../inference/src/random.ts';
+import { IMAGES_DIR as IMAGES_DIR_DEFAULT } from '../test/fixtures/images.ts';
 import { freePort } from '../test/support/free-port.ts';
 import { createApplication, imageNameOf, INSERT_BATCH, insertForm, waitForInsert, type AuthHeader } from './lib/api-client.ts';
 import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
@@ -17,7 +18,7 @@ import { ROOT } from './lib/wrangler-env.ts';
  * counts the other cut-outs of its category among the first five (manifest.json's `kind` and `category`).
  */
 
-const { values: args } = parseArgs({ options: { images: { type: 'string', default: path.resolve(ROOT, '../shared/data/images') } } });
+const { values: args } = parseArgs({ options: { images: { type: 'string', default: IMAGES_DIR_DEFAULT } } });
 const IMAGES_DIR = path.resolve(args.images);
 const STATE_DIR = path.join(ROOT, '.wrangler/eval-state');
 const REPORT_FILE = path.join(ROOT, '.local/eval.json');

@@ -7,7 +7,7 @@
  *
  *   node inference/scripts/measure-embedding.ts > table.md     (~6 min, 1 core)
  *
- * IMAGES_DIR overrides the image folder (default: shared/data/images beside
+ * IMAGES_DIR overrides the image folder (default: test/fixtures/images of
  * the project root); INFERENCE_RUNTIME the engine (as for the service).
  */
 import { readFile } from 'node:fs/promises';
@@ -32,7 +32,7 @@ import {
   type Projection,
 } from './reduction-candidates.ts';
 
-const IMAGES_DIR = process.env.IMAGES_DIR ?? path.resolve(import.meta.dirname, '../../../shared/data/images');
+import { IMAGES_DIR } from '../../test/fixtures/images.ts';
 /** The spec calls images under 100 px on both sides invalid; the service never embeds them. */
 const MIN_SIDE = 100;
 const SEED = 20240601;

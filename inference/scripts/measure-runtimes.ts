@@ -8,7 +8,7 @@
  *
  *   node inference/scripts/measure-runtimes.ts [--images 30] [--rounds 3]
  *
- * IMAGES_DIR overrides the image folder (default: shared/data/images beside
+ * IMAGES_DIR overrides the image folder (default: test/fixtures/images of
  * the project root). The ONNX models must be converted (npm run convert-models -w inference).
  */
 import { readdir, readFile } from 'node:fs/promises';
@@ -23,7 +23,7 @@ import { createOnnxRuntime } from '../src/runtime/onnxruntime.ts';
 import type { Float32Tensor, Runtime } from '../src/runtime/runtime.ts';
 import { createTfjsWasmRuntime } from '../src/runtime/tfjs-wasm.ts';
 
-export const IMAGES_DIR = process.env.IMAGES_DIR ?? path.resolve(import.meta.dirname, '../../../shared/data/images');
+import { IMAGES_DIR } from '../../test/fixtures/images.ts';
 const BATCH = 8;
 
 /** One runtime's timings, ms per image. */

@@ -10,7 +10,7 @@
  *
  *   node inference/scripts/survey-colors.ts [--repeat 5] [--quiet]
  *
- * IMAGES_DIR overrides the image folder (default: shared/data/images beside
+ * IMAGES_DIR overrides the image folder (default: test/fixtures/images of
  * the project root).
  */
 import { readdir, readFile } from 'node:fs/promises';
@@ -21,7 +21,7 @@ import { decodeImage, type RgbPixels } from '../src/image/decode.ts';
 import { loadColorsTask } from '../src/models/colors/colors-task.ts';
 import { analyzeColors, dominantColors, type PaletteColor } from '../src/models/colors/palette.ts';
 
-const IMAGES_DIR = process.env.IMAGES_DIR ?? path.resolve(import.meta.dirname, '../../../shared/data/images');
+import { IMAGES_DIR } from '../../test/fixtures/images.ts';
 const { values } = parseArgs({ options: { repeat: { type: 'string', default: '5' }, quiet: { type: 'boolean', default: false } } });
 const repeat = Math.max(1, Number(values.repeat));
 

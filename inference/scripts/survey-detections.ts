@@ -9,7 +9,7 @@
  *
  *   node inference/scripts/survey-detections.ts [--raw-min 0.15] [--labels FILE]
  *
- * IMAGES_DIR overrides the image folder (default: shared/data/images beside
+ * IMAGES_DIR overrides the image folder (default: test/fixtures/images of
  * the project root); --labels (or DETECTOR_LABELS) another label map;
  * INFERENCE_RUNTIME the engine (as for the service).
  */
@@ -25,7 +25,7 @@ import { DETECT_MIN_SCORE, selectObjects } from '../src/models/detect/objects.ts
 import { loadEmbedder } from '../src/models/embed/embedder.ts';
 import { createRuntime } from '../src/runtime/select.ts';
 
-const IMAGES_DIR = process.env.IMAGES_DIR ?? path.resolve(import.meta.dirname, '../../../shared/data/images');
+import { IMAGES_DIR } from '../../test/fixtures/images.ts';
 const { values } = parseArgs({
   options: { 'raw-min': { type: 'string', default: '0.15' }, labels: { type: 'string' } },
 });

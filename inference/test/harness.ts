@@ -10,7 +10,9 @@ import sharp from 'sharp';
 import type { RawPixels } from '../../test/support/image-formats.ts';
 
 const SERVER = path.resolve(import.meta.dirname, '../src/server.ts');
-export const IMAGES_DIR = process.env.IMAGES_DIR ?? path.resolve(import.meta.dirname, '../../../shared/data/images');
+import { IMAGES_DIR } from '../../test/fixtures/images.ts';
+
+export { IMAGES_DIR };
 
 export type ErrorBody = { error: { code: string; message: string } };
 export type Box = [number, number, number, number];

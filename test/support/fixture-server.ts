@@ -3,14 +3,14 @@ import http from 'node:http';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import sharp from 'sharp';
+import { IMAGES_DIR } from '../fixtures/images.ts';
 import { HOSTILE_SOURCE, hostileImages, rawPixels, type HostileImage } from './hostile-images.ts';
 import { FORMAT_VARIANTS } from './image-formats.ts';
 
-/** The shared test images (never copied into the project). */
-export const IMAGES_DIR = path.resolve(import.meta.dirname, '../../../shared/data/images');
+export { IMAGES_DIR };
 
 /**
- * Serves the shared test images, and ways for a download to go wrong, to the Worker as `im_url`s:
+ * Serves the test images (test/fixtures/images), and ways for a download to go wrong, to the Worker as `im_url`s:
  * - `/images/<file>`: the file as it is;
  * - `/near-copy/<file>`: a near-duplicate (cropped to 85%, mirrored, re-encoded as JPEG at quality 70);
  * - `/variants`: the format variants of `image-formats.ts` as JSON (name, extension, format, lossy);

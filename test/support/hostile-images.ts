@@ -61,7 +61,7 @@ const FULL_HEIGHT = 5000;
 /** The longest side the service accepts (JPEG's and GIF's largest). */
 const MAX_SIDE = 65_535;
 
-/** The shared test image the tests make their hostile files of: 500x333, a pot and a glass to detect. */
+/** The test image the tests make their hostile files of: 500x333, a pot and a glass to detect. */
 export const HOSTILE_SOURCE = 'opencv-doc_plant.jpg';
 
 /** An image file's pixels as sharp decodes them, e.g. for hostileImages. */

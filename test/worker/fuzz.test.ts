@@ -303,7 +303,7 @@ function paramsOf(endpoint: Endpoint, world: World): fc.Arbitrary<Param[]> {
     .map(([given, rest]) => [...given.filter((entry): entry is Param => entry !== undefined), ...rest]);
 }
 
-/** The admin API (DESIGN.md), on an application of its own: JSON bodies near the valid ones, and garbage. */
+/** The admin API (docs/decisions.md), on an application of its own: JSON bodies near the valid ones, and garbage. */
 type AdminCall = { method: string; path: string; body: string | undefined; contentType: string; token: string };
 
 const schemaField = fc.record(

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { call, createApp, fixtureUrl, insert, insertAndWait, search, waitForTransaction, type Credentials, type SearchBody } from './helpers';
 
 
-/** Real photos and cut-outs from ../shared/data/images, of different kinds. */
+/** Real photos and cut-outs from test/fixtures/images, of different kinds. */
 const ORIGINALS = [
   'animals_birds_hen.png',
   'animals_mammals_cats_tiger.png',

@@ -1,4 +1,4 @@
-/** The inference port: one call runs every asked task on one image (DESIGN.md: `POST /predict {image, tasks}`). */
+/** The inference port: one call runs every asked task on one image (`POST /predict {image, tasks}`, inference/README.md). */
 
 export type Task = 'embed' | 'detect' | 'colors';
 

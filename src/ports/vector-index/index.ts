@@ -18,7 +18,7 @@ function baseIndex(env: Env, indexName: string): VectorIndex {
 }
 
 /**
- * The configured vector index adapter (DESIGN.md: nothing account-only unless the config selects it), spread over
+ * The configured vector index adapter (nothing account-only unless the config selects it), spread over
  * `VECTOR_INDEX_SHARDS` namespaces per application so that searches reach the spec's 1000 results.
  */
 export const vectorIndex = (env: Env, indexName: string): VectorIndex =>
