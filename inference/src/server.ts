@@ -52,26 +52,6 @@ if (!(Number.isInteger(maxBodyMegabytes) && maxBodyMegabytes >= MAX_BODY_BYTES /
 // Bodies held at once, counted before they are read: the memory of requests still reading or waiting is bounded too.
 const bodies = new ByteBudget(maxBodyMegabytes * 1024 * 1024);
 
-const server = http.createServer((request, response) => {
-  handle(request, response).catch((error: unknown) => sendError(response, error));
-});
-server.listen(port, host, () => {
-  const address = server.address();
-  const boundPort = typeof address === 'object' && address ? address.port : port;
-  console.log(`inference: listening on http://${host}:${boundPort}`);
-});
-
-try {
-  const runtime = await createRuntime(runtimeName);
-  const started = performance.now();
-  models = await loadModels(runtime, modelSet);
-  const loaded = [...models.values()].map((model) => `${model.task}=${model.modelId}`).join(', ');
-  console.log(`inference: runtime ${runtimeName}, ${runtime.description}; loaded ${loaded} in ${Math.round(performance.now() - started)} ms`);
-} catch (error) {
-  console.error('inference: model loading failed', error);
-  process.exit(1);
-}
-
 async function handle(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
   const pathname = (request.url ?? '/').split('?')[0];
   if (pathname === '/health') {
@@ -245,3 +225,31 @@ function sendJson(response: http.ServerResponse, status: number, body: object): 
   response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) });
   response.end(json);
 }
+
+/**
+ * Binds the port at once, so that /health answers while the models load behind it (/ready and /predict answer
+ * `503 loading` meanwhile). Called once every declaration of this module is initialised: a request that arrives
+ * during loading must find the whole module there.
+ */
+async function start(): Promise<void> {
+  const server = http.createServer((request, response) => {
+    handle(request, response).catch((error: unknown) => sendError(response, error));
+  });
+  server.listen(port, host, () => {
+    const address = server.address();
+    const boundPort = typeof address === 'object' && address ? address.port : port;
+    console.log(`inference: listening on http://${host}:${boundPort}`);
+  });
+  try {
+    const runtime = await createRuntime(runtimeName);
+    const started = performance.now();
+    models = await loadModels(runtime, modelSet);
+    const loaded = [...models.values()].map((model) => `${model.task}=${model.modelId}`).join(', ');
+    console.log(`inference: runtime ${runtimeName}, ${runtime.description}; loaded ${loaded} in ${Math.round(performance.now() - started)} ms`);
+  } catch (error) {
+    console.error('inference: model loading failed', error);
+    process.exit(1);
+  }
+}
+
+await start();

@@ -45,3 +45,18 @@ test('refuses to start without a secret on any but a loopback host', async () =>
   assert.notEqual(code, 0);
   assert.match(output, /INFERENCE_SECRET must be set when the service listens on 0\.0\.0\.0/);
 });
+
+test('answers a prediction that arrives while the models load with 503 loading, the secret checked first', async () => {
+  // Sent the moment the port is bound: the models take a few hundred milliseconds more.
+  const { child, baseUrl: early } = await launchServer({ INFERENCE_SECRET: 'shared-secret' });
+  try {
+    const form = new FormData();
+    form.set('tasks', 'embed');
+    form.set('image', new Blob([await readFile(path.join(IMAGES_DIR, 'skimage_coffee.jpg'))]), 'upload');
+    const response = await fetch(`${early}/predict`, { method: 'POST', body: form, headers: { authorization: 'Bearer shared-secret' } });
+    assert.equal(response.status, 503);
+    assert.equal(((await response.json()) as { error: { code: string } }).error.code, 'loading');
+  } finally {
+    child.kill();
+  }
+});
