@@ -59,21 +59,15 @@ export class ByteBudget {
     this.#max = max;
   }
 
-  get held(): number {
-    return this.#held;
-  }
-
-  /** Takes `bytes` now (a body's declared length); throws SaturatedError when they, or any taken later, do not fit. */
-  hold(bytes: number): BytesHeld {
+  /** A holding, empty until bytes are taken; a take that does not fit throws SaturatedError. */
+  hold(): BytesHeld {
     let mine = 0;
-    const take = (more: number): void => {
-      if (this.#held + more > this.#max) throw new SaturatedError(this.#held);
-      this.#held += more;
-      mine += more;
-    };
-    take(bytes);
     return {
-      take,
+      take: (more) => {
+        if (this.#held + more > this.#max) throw new SaturatedError(this.#held);
+        this.#held += more;
+        mine += more;
+      },
       release: () => {
         this.#held -= mine;
         mine = 0;

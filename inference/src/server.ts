@@ -70,7 +70,7 @@ async function handle(request: http.IncomingMessage, response: http.ServerRespon
     if (!models) throw new ApiError(503, 'loading', 'Models are still loading; retry shortly.');
     // Refused before the body is read: an overloaded service should cost its callers as little as possible.
     if (inFlight.saturated) throw new SaturatedError(maxWaiting);
-    const held = bodies.hold(0);
+    const held = bodies.hold();
     try {
       const form = await readMultipart(request, held);
       const tasks = parseTasks(form.get('tasks'));

@@ -2,7 +2,7 @@ import type { Env } from '../env';
 import { GENERAL } from '../http/messages';
 import { MAX_DETECTED_OBJECTS } from '../ports/inference/types';
 import { imageBlobKey } from '../storage/blobs';
-import { retireVersion } from '../storage/images';
+import { retireUnlessLive } from '../storage/retired';
 import { getPendingItem, settleItem, type ItemOutcome } from '../storage/transactions';
 import type { InsertMessage } from './message';
 
@@ -18,7 +18,8 @@ export async function failForGood(env: Env, transId: number, index: number): Pro
   if (!item) return;
   if (item.imUrl !== null) {
     const blobKey = imageBlobKey(item.appId, item.imName, item.seq);
-    await retireVersion(env.DB, { id: item.seq, appId: item.appId, blobKey, maxObjects: MAX_DETECTED_OBJECTS });
+    // However many objects it found, its object vectors are among the first MAX_DETECTED_OBJECTS ids.
+    await retireUnlessLive(env.DB, { id: item.seq, appId: item.appId, blobKey, objectCount: MAX_DETECTED_OBJECTS }).run();
   }
   await settleItem(env.DB, transId, index, FAILED_BY_SYSTEM);
 }

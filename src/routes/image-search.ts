@@ -2,7 +2,7 @@ import { Hono, type Context } from 'hono';
 import { createFactory } from 'hono/factory';
 import { authenticate } from '../auth/middleware';
 import type { AppEnv } from '../env';
-import { endpoint, type FailureFields } from '../http/middleware';
+import { endpoint } from '../http/middleware';
 import { readParam } from '../http/param-schema';
 import type { DetectedObject } from '../ports/inference/types';
 import {
@@ -16,7 +16,7 @@ import {
 } from '../search/detection';
 import { readSearchOptions } from '../search/options';
 import { searchQuota } from '../search/quota';
-import { emptySearchPage, pagingOrDefaults } from '../search/paging';
+import { emptySearchPage, noObjects } from '../search/paging';
 import { requireCollection } from '../search/collection';
 import { analyzeQuery } from '../search/query-analysis';
 import { keepQueryImage, resolveQueryImage } from '../search/query-image';
@@ -27,11 +27,6 @@ import { getSchema } from '../storage/apps';
 export const imageSearchRoutes = new Hono<AppEnv>();
 const factory = createFactory<AppEnv>();
 
-/** A failed multiple product search answers the paging asked for and no objects. */
-const noObjects: FailureFields = (params, reqid) => {
-  const { page, limit } = pagingOrDefaults(params, 'result_limit');
-  return { page, result_limit: limit, objects: [], reqid };
-};
 
 /**
  * What both upload searches do first: read and check the parameters, then resolve, analyse and keep the query

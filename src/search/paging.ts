@@ -38,3 +38,9 @@ export const emptySearchPage: FailureFields = (params, reqid) => {
   const { page, limit } = pagingOrDefaults(params, 'limit');
   return { page, limit, total: 0, result: [], reqid };
 };
+
+/** A failed multiple product search answers the paging asked for and no objects. */
+export const noObjects: FailureFields = (params, reqid) => {
+  const { page, limit } = pagingOrDefaults(params, 'result_limit');
+  return { page, result_limit: limit, objects: [], reqid };
+};

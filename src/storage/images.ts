@@ -1,5 +1,7 @@
 import type { PaletteColor } from '../ports/inference/types';
 import { formatTimestamp } from '../time';
+import { retireLiveVersions, retireUnlessLive } from './retired';
+import { forgetNumbers, NUMBER_TAKEN, takeNumber } from './sequence';
 
 /** Metadata as the schema types it: numbers for int and float fields, strings for string and text fields. */
 export type ImageMetadata = Record<string, string | number>;
@@ -38,19 +40,13 @@ export type ImageVersion = {
  * Makes `version` the image's, in one batch with `alongside` (the item's settling): only over an older version and
  * when no later remove of the name came, so a later operation always wins whatever order items finish in. The
  * version replaced, or the new one when it lost, is retired in the same batch (retired_versions), so its vectors and
- * bytes are deleted by a retryable path. Answers whether the version was applied.
+ * bytes are deleted by a retryable path.
  */
-export async function applyVersion(db: D1Database, version: ImageVersion, alongside: D1PreparedStatement[]): Promise<boolean> {
+export async function applyVersion(db: D1Database, version: ImageVersion, alongside: D1PreparedStatement[]): Promise<void> {
   const now = formatTimestamp();
   const { id, appId, imName } = version;
-  const [, applied] = await db.batch<{ id: number }>([
-    db
-      .prepare(
-        `INSERT INTO retired_versions (image_id, app_id, object_count, blob_key, retired_at)
-         SELECT id, app_id, object_count, blob_key, ? FROM images WHERE app_id = ? AND im_name = ? AND id < ?
-         ON CONFLICT DO NOTHING`,
-      )
-      .bind(now, appId, imName, id),
+  await db.batch([
+    retireLiveVersions(db, 'app_id = ? AND im_name = ? AND id < ?', appId, imName, id),
     db
       .prepare(
         `INSERT INTO images (id, app_id, im_name, im_url, blob_key, format, width, height, metadata, object_count, colors, created_at, updated_at)
@@ -60,31 +56,12 @@ export async function applyVersion(db: D1Database, version: ImageVersion, alongs
            id = excluded.id, im_url = excluded.im_url, blob_key = excluded.blob_key, format = excluded.format,
            width = excluded.width, height = excluded.height, metadata = excluded.metadata,
            object_count = excluded.object_count, colors = excluded.colors, updated_at = excluded.updated_at
-         WHERE excluded.id > images.id
-         RETURNING id`,
+         WHERE excluded.id > images.id`,
       )
       .bind(id, appId, imName, version.imUrl, version.blobKey, version.format, version.width, version.height, JSON.stringify(version.metadata), version.objectCount, JSON.stringify(version.colors), now),
-    db
-      .prepare(
-        `INSERT INTO retired_versions (image_id, app_id, object_count, blob_key, retired_at)
-         SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM images WHERE id = ?)
-         ON CONFLICT DO NOTHING`,
-      )
-      .bind(id, appId, version.objectCount, version.blobKey, now, id),
+    retireUnlessLive(db, version),
     ...alongside,
   ]);
-  return (applied?.results.length ?? 0) > 0;
-}
-
-/** A version that will never be applied (its item failed for good) is retired: whatever of it was written goes. */
-export async function retireVersion(db: D1Database, version: { id: number; appId: string; blobKey: string; maxObjects: number }): Promise<void> {
-  await db
-    .prepare(
-      `INSERT INTO retired_versions (image_id, app_id, object_count, blob_key, retired_at)
-       SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM images WHERE id = ?) ON CONFLICT DO NOTHING`,
-    )
-    .bind(version.id, version.appId, version.maxObjects, version.blobKey, formatTimestamp(), version.id)
-    .run();
 }
 
 export async function findImageByName(db: D1Database, appId: string, imName: string): Promise<ImageRow | null> {
@@ -120,25 +97,19 @@ export async function removeImages(db: D1Database, appId: string, names: string[
   if (names.length === 0) return [];
   const wanted = JSON.stringify(names);
   const results = await db.batch<{ im_name: string }>([
-    db.prepare('INSERT INTO image_ids DEFAULT VALUES'),
+    takeNumber(db),
     db
       .prepare(
-        `INSERT INTO removals (app_id, im_name, seq) SELECT ?1, value, (SELECT MAX(id) FROM image_ids) FROM json_each(?2)
+        `INSERT INTO removals (app_id, im_name, seq) SELECT ?1, value, ${NUMBER_TAKEN} FROM json_each(?2)
          WHERE EXISTS (SELECT 1 FROM images WHERE app_id = ?1 AND im_name = value)
             OR EXISTS (SELECT 1 FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
                        WHERE t.app_id = ?1 AND i.im_name = value AND i.state = 'pending')
          ON CONFLICT (app_id, im_name) DO UPDATE SET seq = excluded.seq`,
       )
       .bind(appId, wanted),
-    db
-      .prepare(
-        `INSERT INTO retired_versions (image_id, app_id, object_count, blob_key, retired_at)
-         SELECT id, app_id, object_count, blob_key, ? FROM images WHERE app_id = ? AND im_name IN (SELECT value FROM json_each(?))
-         ON CONFLICT DO NOTHING`,
-      )
-      .bind(formatTimestamp(), appId, wanted),
+    retireLiveVersions(db, 'app_id = ? AND im_name IN (SELECT value FROM json_each(?))', appId, wanted),
     db.prepare('DELETE FROM images WHERE app_id = ? AND im_name IN (SELECT value FROM json_each(?)) RETURNING im_name').bind(appId, wanted),
-    db.prepare('DELETE FROM image_ids'),
+    forgetNumbers(db),
   ]);
   return (results[3]?.results ?? []).map((row) => row.im_name);
 }

@@ -1,6 +1,24 @@
 import type { Env } from '../env';
+import { formatTimestamp } from '../time';
 import { deleteBlobs } from './blobs';
 import { deleteImageVectors } from './vectors';
+
+const RETIRE = 'INSERT INTO retired_versions (image_id, app_id, object_count, blob_key, retired_at)';
+
+/** Retires the live versions of the images rows `where` selects (bound to `values`), in a batch that replaces or deletes them. */
+export const retireLiveVersions = (db: D1Database, where: string, ...values: unknown[]): D1PreparedStatement =>
+  db
+    .prepare(`${RETIRE} SELECT id, app_id, object_count, blob_key, ? FROM images WHERE ${where} ON CONFLICT DO NOTHING`)
+    .bind(formatTimestamp(), ...values);
+
+/**
+ * Retires a version unless it is live: one that lost to a later operation on its name, or whose item was given up.
+ * `objectCount` bounds the object vectors it may have written.
+ */
+export const retireUnlessLive = (db: D1Database, version: { id: number; appId: string; objectCount: number; blobKey: string }): D1PreparedStatement =>
+  db
+    .prepare(`${RETIRE} SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM images WHERE id = ?) ON CONFLICT DO NOTHING`)
+    .bind(version.id, version.appId, version.objectCount, version.blobKey, formatTimestamp(), version.id);
 
 /** Retired versions deleted per call; a larger backlog is taken by the next calls and the cron sweeper. */
 const RETIRED_PER_RUN = 100;

@@ -1,4 +1,5 @@
 import { formatTimestamp } from '../time';
+import { forgetNumbers, NUMBER_TAKEN, takeNumber } from './sequence';
 import type { ImageMetadata } from './images';
 
 /**
@@ -45,17 +46,16 @@ export async function createTransaction(db: D1Database, appId: string, items: In
           .bind(transId, appId, items.length, now, now),
         ...items.flatMap((item) => {
           return [
-            db.prepare('INSERT INTO image_ids DEFAULT VALUES'),
+            takeNumber(db),
             db
               .prepare(
                 `INSERT INTO insert_items (trans_id, item_index, im_name, im_url, metadata, kind, seq)
-                 VALUES (?, ?, ?, ?, ?, ?, (SELECT MAX(id) FROM image_ids))`,
+                 VALUES (?, ?, ?, ?, ?, ?, ${NUMBER_TAKEN})`,
               )
               .bind(transId, item.index, item.imName, item.imUrl ?? '', JSON.stringify(item.metadata), item.imUrl === null ? 'metadata' : 'image'),
           ];
         }),
-        // The allocator's sequence remembers the last id; its rows are not needed.
-        db.prepare('DELETE FROM image_ids'),
+        forgetNumbers(db),
       ]);
       return transId;
     } catch (error) {
@@ -97,9 +97,9 @@ export async function getPendingItem(db: D1Database, transId: number, index: num
 
 async function numberItem(db: D1Database, transId: number, index: number): Promise<number> {
   const [, , , numbered] = await db.batch<{ seq: number }>([
-    db.prepare('INSERT INTO image_ids DEFAULT VALUES'),
-    db.prepare('UPDATE insert_items SET seq = (SELECT MAX(id) FROM image_ids) WHERE trans_id = ? AND item_index = ? AND seq IS NULL').bind(transId, index),
-    db.prepare('DELETE FROM image_ids'),
+    takeNumber(db),
+    db.prepare(`UPDATE insert_items SET seq = ${NUMBER_TAKEN} WHERE trans_id = ? AND item_index = ? AND seq IS NULL`).bind(transId, index),
+    forgetNumbers(db),
     db.prepare('SELECT seq FROM insert_items WHERE trans_id = ? AND item_index = ?').bind(transId, index),
   ]);
   return numbered!.results[0]!.seq;

@@ -127,15 +127,39 @@ async function deliver(workerEnv: Env, queue: string, transId: number, attempts 
   return { retried: result.retryMessages.length > 0 };
 }
 
+/**
+ * An application whose `item` (a hen, brand `old`) is in the collection, and an accepted re-insert of it (a tiger,
+ * brand `new`) whose message the test delivers itself.
+ */
+async function reinsertAccepted(name: string): Promise<{ app: Credentials; before: Row; transId: number }> {
+  const app = await createApp(name, [{ name: 'brand', type: 'string', searchable: true }]);
+  await insertAndWait(app, [{ im_name: 'item', im_url: fixtureUrl('/images/animals_birds_hen.png'), brand: 'old' }]);
+  const [before] = await rows(app);
+  const transId = await createTransaction(env.DB, app.app_id, [
+    { index: 0, imName: 'item', imUrl: fixtureUrl('/images/animals_mammals_cats_tiger.png'), metadata: { brand: 'new' } },
+  ]);
+  return { app, before: before!, transId };
+}
+
+/** `/remove` of one name, answered by the Worker with `workerEnv`. */
+async function removeWith(workerEnv: Env, app: Credentials, name: string): Promise<unknown> {
+  const request = new Request('https://search.test/remove', { method: 'POST', headers: basicAuth(app), body: new URLSearchParams({ 'im_name[0]': name }) });
+  return (await worker.fetch(request, workerEnv, createExecutionContext())).json();
+}
+
+/** The best whole-image match of a test image by URL, with its score and metadata. */
+async function bestMatch(app: Credentials, file: string): Promise<{ im_name: string; score: number; value_map: object } | undefined> {
+  const response = await call('/uploadsearch', {
+    method: 'POST',
+    headers: basicAuth(app),
+    body: new URLSearchParams({ im_url: fixtureUrl(`/images/${file}`), score: 'true', get_all_fl: 'true', detection: ' ' }),
+  });
+  return (await response.json<{ result: { im_name: string; score: number; value_map: object }[] }>()).result[0];
+}
+
 describe('image versions', () => {
   it('a failed insert leaves the previous version whole, and its own leftovers are deleted when it is given up', async () => {
-    const app = await createApp('all-or-nothing', [{ name: 'brand', type: 'string', searchable: true }]);
-    await insertAndWait(app, [{ im_name: 'item', im_url: fixtureUrl('/images/animals_birds_hen.png'), brand: 'old' }]);
-    const [before] = await rows(app);
-
-    const transId = await createTransaction(env.DB, app.app_id, [
-      { index: 0, imName: 'item', imUrl: fixtureUrl('/images/animals_mammals_cats_tiger.png'), metadata: { brand: 'new' } },
-    ]);
+    const { app, before, transId } = await reinsertAccepted('all-or-nothing');
     // The new version's bytes are stored, then its vector write fails: the queue is asked to retry.
     expect(await deliver(withFailingVectorIndex('upsert'), 'image-insert', transId)).toEqual({ retried: true });
 
@@ -143,12 +167,7 @@ describe('image versions', () => {
     expect(await rows(app)).toEqual([before]);
     const found = await search(app, 'im_name=item&get_all_fl=true');
     expect(found.body.status).toBe('OK');
-    const upload = await call('/uploadsearch', {
-      method: 'POST',
-      headers: basicAuth(app),
-      body: new URLSearchParams({ im_url: fixtureUrl('/images/animals_birds_hen.png'), score: 'true', get_all_fl: 'true', detection: ' ' }),
-    });
-    expect((await upload.json<{ result: unknown[] }>()).result[0]).toEqual({ im_name: 'item', score: expect.closeTo(1, 3), value_map: { brand: 'old' } });
+    expect(await bestMatch(app, 'animals_birds_hen.png')).toEqual({ im_name: 'item', score: expect.closeTo(1, 3), value_map: { brand: 'old' } });
 
     // Past its retries the item goes to the dead-letter queue: failed, and what the new version wrote goes.
     await deliver(env, 'image-insert-dlq', transId, 5);
@@ -158,12 +177,7 @@ describe('image versions', () => {
   });
 
   it('an insert whose bytes cannot be stored is retried and changes nothing meanwhile; delivered again, it lands whole', async () => {
-    const app = await createApp('r2-failing', [{ name: 'brand', type: 'string', searchable: true }]);
-    await insertAndWait(app, [{ im_name: 'item', im_url: fixtureUrl('/images/animals_birds_hen.png'), brand: 'old' }]);
-    const [before] = await rows(app);
-    const transId = await createTransaction(env.DB, app.app_id, [
-      { index: 0, imName: 'item', imUrl: fixtureUrl('/images/animals_mammals_cats_tiger.png'), metadata: { brand: 'new' } },
-    ]);
+    const { app, before, transId } = await reinsertAccepted('r2-failing');
     expect(await deliver(withFailingBlobs('put'), 'image-insert', transId)).toEqual({ retried: true });
     expect(await rows(app)).toEqual([before]);
     // The queue's next delivery, with R2 back.
@@ -174,22 +188,12 @@ describe('image versions', () => {
   });
 
   it('an insert whose switch to the new version fails in D1 leaves the old version live and the new one invisible', async () => {
-    const app = await createApp('d1-failing', [{ name: 'brand', type: 'string', searchable: true }]);
-    await insertAndWait(app, [{ im_name: 'item', im_url: fixtureUrl('/images/animals_birds_hen.png'), brand: 'old' }]);
-    const [before] = await rows(app);
-    const transId = await createTransaction(env.DB, app.app_id, [
-      { index: 0, imName: 'item', imUrl: fixtureUrl('/images/animals_mammals_cats_tiger.png'), metadata: { brand: 'new' } },
-    ]);
+    const { app, before, transId } = await reinsertAccepted('d1-failing');
     // The batch that makes a version live is the one that inserts into images.
     expect(await deliver(withFailingD1Batch('INSERT INTO images'), 'image-insert', transId)).toEqual({ retried: true });
     // Bytes and vectors of the new version are written, but nothing shows them: the old version answers, whole.
     expect(await rows(app)).toEqual([before]);
-    const tiger = await call('/uploadsearch', {
-      method: 'POST',
-      headers: basicAuth(app),
-      body: new URLSearchParams({ im_url: fixtureUrl('/images/animals_mammals_cats_tiger.png'), score: 'true', get_all_fl: 'true', detection: ' ' }),
-    });
-    const [match] = (await tiger.json<{ result: { im_name: string; score: number; value_map: object }[] }>()).result;
+    const match = await bestMatch(app, 'animals_mammals_cats_tiger.png');
     expect(match?.value_map).toEqual({ brand: 'old' });
     expect(match!.score).toBeLessThan(0.99);
     // Given up: the dead-letter consumer retires what it wrote, and the sweeper deletes it.
@@ -205,9 +209,7 @@ describe('image versions', () => {
       { im_name: 'kept', im_url: fixtureUrl('/images/animals_birds_rooster.png') },
     ]);
     const [gone] = await rows(app);
-    const request = new Request('https://search.test/remove', { method: 'POST', headers: basicAuth(app), body: new URLSearchParams({ 'im_name[0]': 'gone' }) });
-    const response = await worker.fetch(request, withFailingVectorIndex('deleteByIds'), createExecutionContext());
-    expect(await response.json()).toMatchObject({ status: 'OK', total: 1 });
+    expect(await removeWith(withFailingVectorIndex('deleteByIds'), app, 'gone')).toMatchObject({ status: 'OK', total: 1 });
     expect((await search(app, 'im_name=gone')).body.error).toEqual(['Image not found with im_name.']);
     expect((await search(app, 'im_name=kept')).body.result).toEqual([]);
     // Left for later: the retired version, still holding its vector.
@@ -220,18 +222,13 @@ describe('image versions', () => {
     const app = await createApp('remove-d1-failing');
     await insertAndWait(app, [{ im_name: 'stays', im_url: fixtureUrl('/images/animals_birds_hen.png') }]);
     const before = await rows(app);
-    const request = new Request('https://search.test/remove', { method: 'POST', headers: basicAuth(app), body: new URLSearchParams({ 'im_name[0]': 'stays' }) });
-    const response = await worker.fetch(request, withFailingD1Batch('DELETE FROM images'), createExecutionContext());
-    expect(await response.json()).toMatchObject({ status: 'fail', error: ['A system error is reported and we are fixing it right now.'] });
+    expect(await removeWith(withFailingD1Batch('DELETE FROM images'), app, 'stays')).toMatchObject({ status: 'fail', error: ['A system error is reported and we are fixing it right now.'] });
     expect(await expectConsistent(app)).toEqual(before);
     expect((await search(app, 'im_name=stays')).body.status).toBe('OK');
   });
 
   it('a re-insert whose old bytes cannot be deleted lands, and the sweeper deletes them later', async () => {
-    const app = await createApp('retired-r2-failing');
-    await insertAndWait(app, [{ im_name: 'item', im_url: fixtureUrl('/images/animals_birds_hen.png') }]);
-    const [before] = await rows(app);
-    const transId = await createTransaction(env.DB, app.app_id, [{ index: 0, imName: 'item', imUrl: fixtureUrl('/images/animals_mammals_cats_tiger.png'), metadata: {} }]);
+    const { app, before, transId } = await reinsertAccepted('retired-r2-failing');
     expect(await deliver(withFailingBlobs('delete'), 'image-insert', transId)).toEqual({ retried: false });
     const [after] = await rows(app);
     expect(after!.id).toBeGreaterThan(before!.id);
