@@ -10,7 +10,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { unstable_readConfig } from 'wrangler';
 import { EMBED_DIM } from '../inference/src/models/embed/embedder.ts';
-import { PALETTE_VECTOR_DIM } from '../src/search/color-embedding.ts';
+import { PALETTE_VECTOR_DIM } from '../src/colors/palette-grid.ts';
 import { OBJECT_TYPE_KEY, parseMetadataIndexes, vectorMetadataKey } from '../src/storage/vector-metadata.ts';
 import { ROOT, useLocalWrangler } from './lib/wrangler-env.ts';
 

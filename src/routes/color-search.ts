@@ -1,8 +1,8 @@
 import { Hono } from 'hono';
 import { authenticate } from '../auth/middleware';
+import { paletteVector } from '../colors/palette-vector';
 import type { AppEnv } from '../env';
 import { endpoint } from '../http/middleware';
-import { paletteVector } from '../search/color-embedding';
 import { readColorQuery } from '../search/color-query';
 import { readSearchOptions } from '../search/options';
 import { searchQuota } from '../search/quota';

@@ -1,9 +1,9 @@
 import { z } from 'zod';
+import { HEX_COLOR } from '../../inference/src/models/colors/lab';
 import { invalidParameter } from '../http/envelope';
 import { readParam } from '../http/param-schema';
 import type { RequestParams } from '../http/params';
 import type { PaletteColor } from '../ports/inference/types';
-import { HEX_COLOR } from './color-embedding';
 
 const COLOR = /^([^:]*)(?::(.*))?$/;
 

@@ -1,6 +1,6 @@
+import { paletteVector } from '../colors/palette-vector';
 import type { Env } from '../env';
 import type { DetectedObject, PaletteColor } from '../ports/inference/types';
-import { paletteVector } from '../search/color-embedding';
 import { vectorIndex } from '../ports/vector-index';
 import { metadataBytes, VECTORIZE_LIMITS } from '../ports/vector-index/limits';
 import type { VectorIndex, VectorMetadata } from '../ports/vector-index/types';

@@ -2,6 +2,10 @@
  * sRGB (IEC 61966-2-1, D65) <-> CIELAB (CIE 1976, D65 white), by the standard
  * formulas: the sRGB transfer curve, the sRGB -> XYZ matrix, then L*a*b*
  * with the CIE's exact epsilon = 216/24389 and kappa = 24389/27.
+ *
+ * The Worker's palette vectors (src/colors/palette-vector.ts) convert with this module too, so that colour queries and
+ * palettes are measured alike: it imports nothing and is plain, erasable TypeScript, which the Worker's bundler and
+ * Node both read.
  */
 
 export type Lab = readonly [l: number, a: number, b: number];
@@ -64,10 +68,13 @@ export function toHex([r, g, b]: readonly [number, number, number]): string {
   return [r, g, b].map((value) => value.toString(16).padStart(2, '0')).join('');
 }
 
+/** A colour as "rrggbb", in either case. */
+export const HEX_COLOR = /^[0-9a-fA-F]{6}$/;
+
 /** Lab of "rrggbb" (with or without "#"). */
 export function hexToLab(hex: string): Lab {
   const digits = hex.replace(/^#/, '');
-  if (!/^[0-9a-fA-F]{6}$/.test(digits)) throw new Error(`not a colour: ${hex}`);
+  if (!HEX_COLOR.test(digits)) throw new Error(`not a colour: ${hex}`);
   const value = Number.parseInt(digits, 16);
   return srgbToLab((value >> 16) & 0xff, (value >> 8) & 0xff, value & 0xff);
 }
