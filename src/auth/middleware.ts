@@ -2,7 +2,7 @@ import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../env';
 import { ApiError } from '../http/envelope';
 import { GENERAL } from '../http/messages';
-import { findAppByAccessKey, findAppByAppKey } from '../storage/apps';
+import { findAppByAccessKey, findAppByAppKeyHash } from '../storage/apps';
 import { digestsEqual, hashKey } from './keys';
 
 /** The parameter (query or form) that carries the app key of browser and mobile clients (docs/decisions.md). */
@@ -56,7 +56,7 @@ export const authenticate = (options: { allowAppKey: boolean }) =>
     c.set('params', params);
     const appKey = params.string(APP_KEY_PARAMETER);
     if (appKey === undefined) throw unauthorized();
-    const app = await findAppByAppKey(c.env.DB, appKey);
+    const app = await findAppByAppKeyHash(c.env.DB, await hashKey(appKey));
     if (!app) throw invalidKeys();
     c.set('app', app);
     if (inQuery) c.set('params', await params.withBody(request, { maxBytes }));

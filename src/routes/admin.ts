@@ -1,6 +1,7 @@
 import { Hono, type Context } from 'hono';
 import type { z } from 'zod';
 import { requireAdmin } from '../auth/admin';
+import { newAppKeys } from '../auth/keys';
 import type { AppEnv } from '../env';
 import { invalidParameter, ApiError } from '../http/envelope';
 import { endpoint } from '../http/middleware';
@@ -38,7 +39,10 @@ adminRoutes.use('*', endpoint('admin', { httpStatuses: true }), requireAdmin);
 
 adminRoutes.post('/apps', async (c) => {
   const { name } = await readJson(c, createAppBody);
-  return c.json({ status: 'OK', ...(await createApp(c.env.DB, name)), name }, 201);
+  // The secret key and the app key are answered this once: only their digests are kept.
+  const { credentials, stored } = await newAppKeys(name);
+  await createApp(c.env.DB, stored);
+  return c.json({ status: 'OK', ...credentials, name }, 201);
 });
 
 async function appOrNotFound(db: D1Database, appId: string): Promise<AppRecord> {

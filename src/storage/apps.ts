@@ -1,4 +1,3 @@
-import { hashKey, randomKey } from '../auth/keys';
 import { formatTimestamp } from '../time';
 
 export const FIELD_TYPES = ['string', 'int', 'float', 'text'] as const;
@@ -25,7 +24,8 @@ export type AppRecord = {
   /** The operator between adjacent words of a text `fq`. */
   textDefaultOperator: TextOperator;
 };
-export type AppCredentials = { app_id: string; access_key: string; secret_key: string; app_key: string };
+/** What is stored of a new application's keys: the secret key and the app key only as digests (auth/keys.ts). */
+export type NewApp = { id: string; name: string; accessKey: string; secretKeyHash: string; appKeyHash: string };
 
 type AppRow = {
   id: string;
@@ -54,28 +54,13 @@ const toRecord = (row: AppRow): AppRecord => ({
   textDefaultOperator: row.text_default_operator,
 });
 
-/** Creates an application; its secret key and app key are returned once and kept only as digests. */
-export async function createApp(db: D1Database, name: string): Promise<AppCredentials> {
-  const credentials: AppCredentials = {
-    app_id: `app_${randomKey(8)}`,
-    access_key: randomKey(16),
-    secret_key: randomKey(32),
-    app_key: randomKey(16),
-  };
+export async function createApp(db: D1Database, app: NewApp): Promise<void> {
   await db
     .prepare(
       'INSERT INTO apps (id, name, access_key, secret_key_hash, app_key_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)',
     )
-    .bind(
-      credentials.app_id,
-      name,
-      credentials.access_key,
-      await hashKey(credentials.secret_key),
-      await hashKey(credentials.app_key),
-      formatTimestamp(),
-    )
+    .bind(app.id, app.name, app.accessKey, app.secretKeyHash, app.appKeyHash, formatTimestamp())
     .run();
-  return credentials;
 }
 
 export async function getApp(db: D1Database, id: string): Promise<AppRecord | null> {
@@ -92,11 +77,9 @@ export async function findAppByAccessKey(
   return row ? { app: toRecord(row), secretKeyHash: row.secret_key_hash } : null;
 }
 
-export async function findAppByAppKey(db: D1Database, appKey: string): Promise<AppRecord | null> {
-  const row = await db
-    .prepare('SELECT * FROM apps WHERE app_key_hash = ?')
-    .bind(await hashKey(appKey))
-    .first<AppRow>();
+/** The application whose app key has this digest. */
+export async function findAppByAppKeyHash(db: D1Database, appKeyHash: string): Promise<AppRecord | null> {
+  const row = await db.prepare('SELECT * FROM apps WHERE app_key_hash = ?').bind(appKeyHash).first<AppRow>();
   return row ? toRecord(row) : null;
 }
 
