@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { predictForm } from '../inference/src/contract.ts';
 import { loadImages, measureRuntime, runtimesToMeasure, type RuntimeTimings } from '../inference/scripts/measure-runtimes.ts';
 import { IMAGES_DIR } from '../test/fixtures/images.ts';
 import { startFixtureServer } from '../test/support/fixture-server.ts';
@@ -73,9 +74,7 @@ async function rawThroughput(stack: LocalStack, files: string[]): Promise<Throug
   const bytes = new Map(await Promise.all(files.map(async (file) => [file, await readFile(path.join(IMAGES_DIR, file))] as const)));
   let failed = 0;
   const predict = async (file: string): Promise<void> => {
-    const form = new FormData();
-    form.set('image', new Blob([bytes.get(file)!]), 'image');
-    form.set('tasks', 'embed,detect,colors');
+    const form = predictForm(bytes.get(file)!, ['embed', 'detect', 'colors']);
     const response = await fetch(`${stack.inferenceUrl}/predict`, { method: 'POST', body: form, headers: { authorization: `Bearer ${stack.inferenceSecret}` } });
     await response.arrayBuffer();
     if (!response.ok) failed++;

@@ -1,5 +1,6 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { predictForm } from '../inference/src/contract.ts';
 import { freePort } from '../test/support/free-port.ts';
 import { startLocalStack } from './lib/local-stack.ts';
 import { processKind, sampleMemory } from './lib/memory.ts';
@@ -77,9 +78,7 @@ async function main(): Promise<void> {
         run: () =>
           Promise.all(
             Array.from({ length: CONCURRENT }, async () => {
-              const form = new FormData();
-              form.set('tasks', 'embed');
-              form.set('image', new Blob([junk]), 'junk');
+              const form = predictForm(junk, ['embed']);
               const response = await fetch(`${stack.inferenceUrl}/predict`, { method: 'POST', body: form, headers: { authorization: `Bearer ${stack.inferenceSecret}` } });
               await response.arrayBuffer();
               return String(response.status);

@@ -19,7 +19,8 @@ import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { decodeImage, type RgbPixels } from '../src/image/decode.ts';
 import { loadColorsTask } from '../src/models/colors/colors-task.ts';
-import { analyzeColors, dominantColors, type PaletteColor } from '../src/models/colors/palette.ts';
+import type { PaletteColor } from '../src/contract.ts';
+import { analyzeColors, dominantColors } from '../src/models/colors/palette.ts';
 
 import { IMAGES_DIR } from '../../test/fixtures/images.ts';
 const { values } = parseArgs({ options: { repeat: { type: 'string', default: '5' }, quiet: { type: 'boolean', default: false } } });

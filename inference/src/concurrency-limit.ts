@@ -24,13 +24,13 @@ export class ConcurrencyLimit {
     this.#maxWaiting = maxWaiting;
   }
 
-  /** Whether a job started now would be refused. */
-  get saturated(): boolean {
-    return this.#active >= this.#max && this.#waiting.length >= this.#maxWaiting;
+  /** Throws SaturatedError when a job started now would be refused. */
+  refuseWhenSaturated(): void {
+    if (this.#active >= this.#max && this.#waiting.length >= this.#maxWaiting) throw new SaturatedError(this.#waiting.length);
   }
 
   async run<T>(job: () => Promise<T>): Promise<T> {
-    if (this.saturated) throw new SaturatedError(this.#waiting.length);
+    this.refuseWhenSaturated();
     if (this.#active >= this.#max) await new Promise<void>((resolve) => this.#waiting.push(resolve));
     this.#active++;
     try {

@@ -8,23 +8,16 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
 import type { RawPixels } from '../../test/support/image-formats.ts';
+import type { ErrorBody, Prediction } from '../src/contract.ts';
 
 const SERVER = path.resolve(import.meta.dirname, '../src/server.ts');
 import { IMAGES_DIR } from '../../test/fixtures/images.ts';
 
 export { IMAGES_DIR };
 
-export type ErrorBody = { error: { code: string; message: string } };
-export type Box = [number, number, number, number];
-export type PaletteColor = { hex: string; ratio: number };
-export type DetectedObject = { type: string; label: string; score: number; box: Box; embedding: number[]; colors?: PaletteColor[] };
-export type PredictBody = ErrorBody & {
-  image: { width: number; height: number; format: string };
-  box?: Box;
-  embed: { model: string; dim: number; vector: number[] };
-  detect: { model: string; types: string[]; objects: DetectedObject[] };
-  colors: { model: string; palette: PaletteColor[] };
-};
+export type { Box, DetectedObject, ErrorBody, PaletteColor } from '../src/contract.ts';
+/** An answer as the tests read it: every task's result, or the error. */
+export type PredictBody = ErrorBody & Prediction;
 
 export type RunningServer = {
   readonly baseUrl: string;

@@ -14,14 +14,14 @@ describe('ConcurrencyLimit', () => {
     const limit = new ConcurrencyLimit(1, 1);
     let release = (): void => {};
     const running = limit.run(() => new Promise<void>((resolve) => (release = resolve)));
-    assert.equal(limit.saturated, false);
+    assert.doesNotThrow(() => limit.refuseWhenSaturated());
     const waiting = limit.run(async () => 'second');
-    assert.equal(limit.saturated, true);
+    assert.throws(() => limit.refuseWhenSaturated(), SaturatedError);
     await assert.rejects(limit.run(async () => 'third'), SaturatedError);
     release();
     await running;
     assert.equal(await waiting, 'second');
-    assert.equal(limit.saturated, false);
+    assert.doesNotThrow(() => limit.refuseWhenSaturated());
     assert.equal(await limit.run(async () => 'fourth'), 'fourth');
   });
 });

@@ -56,9 +56,9 @@ async function ingest(env: Env, item: PendingItem & { imUrl: string }): Promise<
 
   const blobKey = imageBlobKey(item.appId, item.imName, item.seq);
   await putImageBlob(env.BLOBS, blobKey, bytes, info.format);
-  const objects = prediction.detect!.objects;
+  const objects = prediction.detect.objects;
   const metadata = vectorMetadata(item.metadata, await getSchema(env.DB, item.appId));
-  await writeImageVectors(env, { id: item.seq, appId: item.appId, metadata }, prediction.embed!.vector, prediction.colors!.palette, objects);
+  await writeImageVectors(env, { id: item.seq, appId: item.appId, metadata }, prediction.embed.vector, prediction.colors.palette, objects);
   await applyVersion(
     env.DB,
     {
@@ -72,7 +72,7 @@ async function ingest(env: Env, item: PendingItem & { imUrl: string }): Promise<
       height: info.height,
       metadata: item.metadata,
       objectCount: objects.length,
-      colors: prediction.colors!.palette,
+      colors: prediction.colors.palette,
     },
     // A version that lost to a later operation on the name is still done: the item was processed, the later one won.
     settleStatements(env.DB, item.transId, item.index, { state: 'done' }),

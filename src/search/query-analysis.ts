@@ -31,9 +31,9 @@ export async function analyzeQuery(env: Env, query: QueryImage, region: Region):
     const prediction = await inference(env).predict(query.bytes, ['embed', 'detect'], box ? { box } : {});
     const { width, height } = prediction.image;
     return {
-      types: prediction.detect!.types,
-      objects: prediction.detect!.objects,
-      region: { box: box ?? [0, 0, width, height], embedding: prediction.embed!.vector },
+      types: prediction.detect.types,
+      objects: prediction.detect.objects,
+      region: { box: box ?? [0, 0, width, height], embedding: prediction.embed.vector },
     };
   } catch (error) {
     if (error instanceof UndecodableImageError) throw new ApiError(400, SEARCH_ERRORS.invalidImageOrUrl);

@@ -89,7 +89,7 @@ it('search latency by collection size', async () => {
   const app = await createApp('bench');
   const query = await imageBytes(QUERY_IMAGE);
   // Synthetic vectors take the real embedding's length, whichever model the service runs.
-  const dimensions = (await inference(env).predict(new Uint8Array(await query.arrayBuffer()), ['embed'])).embed!.vector.length;
+  const dimensions = (await inference(env).predict(new Uint8Array(await query.arrayBuffer()), ['embed'])).embed.vector.length;
   const upload = async () => {
     const { status, body } = await uploadsearch(app, { image: query });
     return { status, total: body.total ?? 0 };

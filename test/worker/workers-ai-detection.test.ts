@@ -27,29 +27,29 @@ describe('Workers AI detection adapter, against an in-test fake of the AI bindin
     ]);
     const prediction = await withWorkersAiDetection(service(), ai, { retries: 0 }).predict(plant, ['embed', 'detect', 'colors']);
     expect(ai.images).toEqual([plant]);
-    expect(prediction.detect?.model).toBe(DETR_MODEL);
-    expect(prediction.detect?.objects.map(({ type, label, score, box }) => ({ type, label, score, box }))).toEqual([
+    expect(prediction.detect.model).toBe(DETR_MODEL);
+    expect(prediction.detect.objects.map(({ type, label, score, box }) => ({ type, label, score, box }))).toEqual([
       { type: 'Vase and Pot', label: 'potted plant', score: 0.91, box: [190, 199, 371, 331] },
     ]);
-    const [pot] = prediction.detect!.objects;
-    expect(pot!.embedding).toHaveLength(prediction.embed!.dim);
+    const [pot] = prediction.detect.objects;
+    expect(pot!.embedding).toHaveLength(prediction.embed.dim);
     expect(pot!.colors?.length).toBeGreaterThan(0);
-    expect(prediction.colors?.palette.length).toBeGreaterThan(0);
+    expect(prediction.colors.palette.length).toBeGreaterThan(0);
   });
 
   it('keeps detection inside a search box', async () => {
     const ai = new FakeWorkersAi(async () => [detr('vase', 0.8, [190, 199, 371, 331]), detr('chair', 0.7, [10, 10, 100, 100])]);
     const prediction = await withWorkersAiDetection(service(), ai, { retries: 0 }).predict(plant, ['embed', 'detect'], { box: [150, 150, 500, 333] });
-    expect(prediction.detect?.objects.map((object) => object.box)).toEqual([[190, 199, 371, 331]]);
+    expect(prediction.detect.objects.map((object) => object.box)).toEqual([[190, 199, 371, 331]]);
   });
 
   it('leaves calls without detect, and images over the size cap, to the service alone', async () => {
     const ai = new FakeWorkersAi(async () => []);
     const adapter = withWorkersAiDetection(service(), ai, { retries: 0, maxImageBytes: plant.byteLength - 1 });
-    expect((await adapter.predict(plant, ['embed'])).embed?.dim).toBeGreaterThan(0);
+    expect((await adapter.predict(plant, ['embed'])).embed.dim).toBeGreaterThan(0);
     const large = await adapter.predict(plant, ['embed', 'detect']);
-    expect(large.detect?.model).not.toBe(DETR_MODEL);
-    expect(large.detect?.objects.map((object) => object.type)).toContain('Vase and Pot');
+    expect(large.detect.model).not.toBe(DETR_MODEL);
+    expect(large.detect.objects.map((object) => object.type)).toContain('Vase and Pot');
     expect(ai.images).toEqual([]);
   });
 
@@ -60,7 +60,7 @@ describe('Workers AI detection adapter, against an in-test fake of the AI bindin
       return [detr('vase', 0.8, [190, 199, 371, 331])];
     });
     const recovered = await withWorkersAiDetection(service(), flaky, { retries: 1 }).predict(plant, ['detect']);
-    expect(recovered.detect?.objects).toHaveLength(1);
+    expect(recovered.detect.objects).toHaveLength(1);
     expect(calls).toBe(2);
 
     const down = new FakeWorkersAi(async () => {

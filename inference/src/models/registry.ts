@@ -6,7 +6,8 @@ import { DETECTOR_NAMES, loadDetectTask, type DetectorName } from './detect/dete
 import { DEFAULT_LABEL_MAP_FILE } from './detect/label-map.ts';
 import { loadEmbedder } from './embed/embedder.ts';
 import { MOBILENET_V2_SOURCE } from './embed/mobilenet-v2.ts';
-import type { Task, TaskModel } from './task-model.ts';
+import type { Task } from '../contract.ts';
+import type { TaskModel } from './task-model.ts';
 
 export type ModelRegistry = ReadonlyMap<Task, TaskModel>;
 

@@ -1,12 +1,5 @@
+import type { Task } from '../contract.ts';
 import type { ImageView } from '../image/view.ts';
-
-/** The tasks a /predict request can ask for; each answers under its own key. */
-export const TASKS = ['embed', 'detect', 'colors'] as const;
-export type Task = (typeof TASKS)[number];
-
-export function isTask(name: string): name is Task {
-  return (TASKS as readonly string[]).includes(name);
-}
 
 /** One loaded model serving one task; loaded once at start and kept. */
 export interface TaskModel {

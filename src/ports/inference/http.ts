@@ -1,3 +1,5 @@
+import { z } from 'zod';
+import { errorBody, predictForm, predictionSchema } from '../../../inference/src/contract';
 import { InferenceUnavailableError, RegionOutsideImageError, UndecodableImageError, type Inference, type Prediction, type PredictOptions, type Task } from './types';
 import { retryUnavailable } from './retry';
 
@@ -6,37 +8,28 @@ export function httpInference(baseUrl: string, config: { timeoutMs: number; secr
   const endpoint = new URL('/predict', baseUrl).toString();
   const headers: Record<string, string> = config.secret ? { authorization: `Bearer ${config.secret}` } : {};
 
-  async function once(image: Uint8Array, tasks: Task[], options: PredictOptions): Promise<Prediction> {
-    const form = new FormData();
-    form.set('image', new Blob([image]), 'image');
-    form.set('tasks', tasks.join(','));
-    if (options.box) form.set('box', options.box.join(','));
-    if (options.detections) form.set('detections', JSON.stringify(options.detections));
+  async function once<T extends Task>(image: Uint8Array, tasks: readonly T[], options: PredictOptions): Promise<Prediction<T>> {
     let response: Response;
     try {
-      response = await fetch(endpoint, { method: 'POST', body: form, headers, signal: AbortSignal.timeout(config.timeoutMs) });
+      response = await fetch(endpoint, { method: 'POST', body: predictForm(image, tasks, options), headers, signal: AbortSignal.timeout(config.timeoutMs) });
     } catch (error) {
       throw new InferenceUnavailableError(`inference request failed: ${String(error)}`);
     }
     if (response.status === 422 || response.status === 400) {
-      const { error } = await response.json<{ error?: { code?: string; message?: string } }>().catch(() => ({ error: undefined }));
+      const failure = errorBody.safeParse(await response.json().catch(() => null));
+      const error = failure.success ? failure.data.error : undefined;
       if (response.status === 422) throw new UndecodableImageError(error?.message ?? 'undecodable image');
-      if (error?.code === 'bad_box') throw new RegionOutsideImageError(error.message ?? 'bad box');
+      if (error?.code === 'bad_box') throw new RegionOutsideImageError(error.message);
     }
     if (!response.ok) throw new InferenceUnavailableError(`inference answered HTTP ${response.status}`);
-    const prediction = await response.json<Prediction>().catch(() => null);
-    const incomplete =
-      !prediction?.image ||
-      (tasks.includes('embed') && !Array.isArray(prediction.embed?.vector)) ||
-      (tasks.includes('detect') && !Array.isArray(prediction.detect?.objects)) ||
-      (tasks.includes('colors') && !Array.isArray(prediction.colors?.palette));
-    if (incomplete) throw new InferenceUnavailableError('inference answered an unexpected body');
-    return prediction;
+    const prediction = predictionSchema(tasks).safeParse(await response.json().catch(() => null));
+    if (!prediction.success) throw new InferenceUnavailableError(`inference answered an unexpected body: ${z.prettifyError(prediction.error)}`);
+    return prediction.data;
   }
 
   return {
     /** Retries a timeout, a lost connection or a 5xx after a short pause; a bad image is answered at once. */
-    predict: (image: Uint8Array, tasks: Task[], options: PredictOptions = {}): Promise<Prediction> =>
+    predict: <T extends Task>(image: Uint8Array, tasks: readonly T[], options: PredictOptions = {}): Promise<Prediction<T>> =>
       retryUnavailable(config.retries, () => once(image, tasks, options)),
   };
 }

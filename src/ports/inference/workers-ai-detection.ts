@@ -1,5 +1,6 @@
 import { retryUnavailable } from './retry';
-import { InferenceUnavailableError, type Box, type Inference, type RawDetection } from './types';
+import { z } from 'zod';
+import { InferenceUnavailableError, type Inference, type RawDetection, type Task } from './types';
 
 /** Workers AI's object detector: DETR with a ResNet-50 backbone, trained on COCO 2017. */
 export const DETR_MODEL = '@cf/facebook/detr-resnet-50';
@@ -28,7 +29,7 @@ export function withWorkersAiDetection(
 ): Inference {
   return {
     async predict(image, tasks, options = {}) {
-      if (!tasks.includes('detect') || image.byteLength > maxImageBytes) return service.predict(image, tasks, options);
+      if (!(tasks as readonly Task[]).includes('detect') || image.byteLength > maxImageBytes) return service.predict(image, tasks, options);
       const objects = await retryUnavailable(retries, () => detectWithDetr(ai, image));
       return service.predict(image, tasks, { ...options, detections: { model: DETR_MODEL, objects } });
     },
@@ -47,22 +48,18 @@ async function detectWithDetr(ai: WorkersAiBinding, image: Uint8Array): Promise<
   return detections;
 }
 
-/**
- * DETR's documented output: `[{ score, label, box: { xmin, ymin, xmax, ymax } }]`, boxes in the image's pixels.
- * Null when the body has any other shape: a partial answer is not trusted.
- */
-export function parseDetrOutput(output: unknown): RawDetection[] | null {
-  if (!Array.isArray(output)) return null;
-  const detections: RawDetection[] = [];
-  for (const entry of output as unknown[]) {
-    if (typeof entry !== 'object' || entry === null) return null;
-    const { score, label, box } = entry as { score?: unknown; label?: unknown; box?: Record<string, unknown> | null };
-    if (typeof label !== 'string' || !isFiniteNumber(score) || typeof box !== 'object' || box === null) return null;
-    const corners = [box.xmin, box.ymin, box.xmax, box.ymax];
-    if (!corners.every(isFiniteNumber)) return null;
-    detections.push({ label, score, box: corners as Box });
-  }
-  return detections;
-}
+/** DETR's documented output, boxes in the image's pixels; zod's numbers are finite. */
+const detrOutput = z.array(
+  z.object({
+    score: z.number(),
+    label: z.string(),
+    box: z.object({ xmin: z.number(), ymin: z.number(), xmax: z.number(), ymax: z.number() }),
+  }),
+);
 
-const isFiniteNumber = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
+/** Null when the body has any other shape than DETR's: a partial answer is not trusted. */
+export function parseDetrOutput(output: unknown): RawDetection[] | null {
+  const parsed = detrOutput.safeParse(output);
+  if (!parsed.success) return null;
+  return parsed.data.map(({ score, label, box }) => ({ label, score, box: [box.xmin, box.ymin, box.xmax, box.ymax] }));
+}

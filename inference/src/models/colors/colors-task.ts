@@ -1,16 +1,14 @@
+import type { PaletteColor, TaskResult } from '../../contract.ts';
 import type { RgbPixels } from '../../image/decode.ts';
 import type { ImageView } from '../../image/view.ts';
 import type { TaskModel } from '../task-model.ts';
-import { dominantColors, type PaletteColor } from './palette.ts';
+import { dominantColors } from './palette.ts';
 
 /** Names the method and its parameters (palette.ts): change it whenever palettes would change. */
 export const COLORS_MODEL_ID = 'lab-kmeans-v1';
 
-export type ColorsResult = {
-  readonly model: string;
-  /** Best first: at most 8 colours, ratios summing to 1; empty for a fully transparent image. */
-  readonly palette: PaletteColor[];
-};
+/** Best first: at most 8 colours, ratios summing to 1; empty for a fully transparent image. */
+export type ColorsResult = TaskResult<'colors'>;
 
 /** The colors task: dominant colours of the view (the whole image or the request's box). No network, no runtime. */
 export class ColorsTask implements TaskModel {

@@ -1,9 +1,7 @@
+import type { PaletteColor } from '../../contract.ts';
 import type { RgbPixels } from '../../image/decode.ts';
 import { kMeans, nearestCentre, type LabPoints } from './kmeans.ts';
 import { labToSrgb, LINEAR, linearRgbToLab, toHex } from './lab.ts';
-
-/** A dominant colour: `hex` lower-case "rrggbb", `ratio` its share of the described pixels (0-1, four decimals). */
-export type PaletteColor = { readonly hex: string; readonly ratio: number };
 
 /** The pixels are point-sampled on a grid of at most this many cells along the long side. */
 export const COLORS_GRID_MAX_SIDE = 128;

@@ -1,3 +1,4 @@
+import type { TaskResult } from '../../contract.ts';
 import type { RgbPixels } from '../../image/decode.ts';
 import type { ImageView } from '../../image/view.ts';
 import { BatchedSession } from '../../runtime/batched-session.ts';
@@ -18,12 +19,7 @@ export const EMBED_MODEL_ID = `mobilenet_v2_1.4_224-nsfwjs4-bottleneck_avg${EMBE
  */
 export const EMBED_CENTRE_SHARES: readonly number[] = [1, 0.7];
 
-export type EmbedResult = {
-  readonly model: string;
-  readonly dim: number;
-  /** Unit length (L2): cosine similarity is the dot product. */
-  readonly vector: number[];
-};
+export type EmbedResult = TaskResult<'embed'>;
 
 /**
  * Whole-image embedding: the output of MobileNetV2's last bottleneck block

@@ -1,0 +1,120 @@
+/**
+ * The service's routes on Hono: GET /health, GET /ready and POST /predict (inference/README.md, API). The form is
+ * parsed by the wire contract's schema (contract.ts); every failure answers `{"error": {"code", "message"}}`.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { Hono, type Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { FORM_ERROR_CODES, predictFormSchema, type ErrorBody } from './contract.ts';
+import { ApiError } from './errors.ts';
+import { ImageDecodeError } from './image/decode.ts';
+import type { ModelRegistry } from './models/registry.ts';
+import { predict } from './predict.ts';
+import { SaturatedError, type ByteBudget, type BytesHeld, type ConcurrencyLimit } from './concurrency-limit.ts';
+
+/** The most one request body may hold. */
+export const MAX_BODY_BYTES = 50 * 1024 * 1024;
+
+export type ServiceState = {
+  /** Undefined while the models load. */
+  models(): ModelRegistry | undefined;
+  /** When set, /predict answers only `Authorization: Bearer <secret>`. */
+  readonly secret: string | undefined;
+  /** Predictions in flight and waiting. */
+  readonly inFlight: ConcurrencyLimit;
+  /** Bytes of request bodies held at once. */
+  readonly bodies: ByteBudget;
+};
+
+const digest = (text: string): Buffer => createHash('sha256').update(text).digest();
+
+export function createApp(state: ServiceState): Hono {
+  const app = new Hono();
+
+  app.get('/health', (c) => c.json({ status: 'ok', models: state.models() ? 'ready' : 'loading' }));
+  app.get('/ready', (c) => (state.models() ? c.json({ status: 'ready' }) : c.json({ status: 'loading' }, 503)));
+
+  app.post('/predict', async (c) => {
+    if (state.secret) {
+      const presented = /^Bearer\s+(.+)$/i.exec(c.req.header('authorization') ?? '')?.[1] ?? '';
+      if (!timingSafeEqual(digest(presented), digest(state.secret))) throw new ApiError(401, 'unauthorized', 'A valid bearer secret is required.');
+    }
+    const models = state.models();
+    if (!models) throw new ApiError(503, 'loading', 'Models are still loading; retry shortly.');
+    // Refused before the body is read: an overloaded service should cost its callers as little as possible.
+    state.inFlight.refuseWhenSaturated();
+    const held = state.bodies.hold();
+    try {
+      const { image, tasks, box, detections } = await readForm(c.req.raw, held);
+      const bytes = new Uint8Array(await image.arrayBuffer());
+      return c.json(await predict(bytes, tasks, models, state.inFlight, { box, detections }));
+    } finally {
+      held.release();
+    }
+  });
+
+  for (const [path, method] of [['/health', 'GET'], ['/ready', 'GET'], ['/predict', 'POST']] as const) {
+    app.all(path, (c) => {
+      c.header('allow', method);
+      return failure(c, 405, 'method_not_allowed', `Use ${method}; got ${c.req.method}.`);
+    });
+  }
+  app.notFound((c) => failure(c, 404, 'not_found', `No route for ${c.req.path}.`));
+  app.onError((error, c) => {
+    if (error instanceof ApiError) return failure(c, error.status as ContentfulStatusCode, error.code, error.message);
+    if (error instanceof SaturatedError) {
+      c.header('retry-after', '1');
+      return failure(c, 503, 'busy', 'Too many predictions are waiting; retry shortly.');
+    }
+    if (error instanceof ImageDecodeError) return failure(c, 422, error.code, error.message);
+    console.error('inference: request failed', error);
+    return failure(c, 500, 'internal_error', 'Internal error.');
+  });
+  return app;
+}
+
+function failure(c: Context, status: ContentfulStatusCode, code: string, message: string): Response {
+  return c.json({ error: { code, message } } satisfies ErrorBody, status);
+}
+
+/** Reads the multipart body under the byte budget and parses its fields by the contract. */
+async function readForm(request: Request, held: BytesHeld) {
+  const contentType = request.headers.get('content-type') ?? '';
+  if (!/^multipart\/form-data\s*;/i.test(contentType)) throw new ApiError(400, 'bad_request', 'The body must be multipart/form-data.');
+  const body = await readBody(request, held);
+  let form: FormData;
+  try {
+    form = await new Response(body, { headers: { 'content-type': contentType } }).formData();
+  } catch {
+    throw new ApiError(400, 'bad_request', 'The multipart body could not be parsed.');
+  }
+  const fields = Object.fromEntries(Object.keys(FORM_ERROR_CODES).map((name) => [name, form.get(name) ?? undefined]));
+  const parsed = predictFormSchema.safeParse(fields);
+  if (parsed.success) return parsed.data;
+  const [issue] = parsed.error.issues;
+  const field = String(issue?.path[0]) as keyof typeof FORM_ERROR_CODES;
+  const code: string = (issue?.code === 'custom' && issue.params?.code) || FORM_ERROR_CODES[field] || 'bad_request';
+  throw new ApiError(400, code, issue?.message ?? 'The form is invalid.');
+}
+
+/**
+ * The whole body, at most MAX_BODY_BYTES: its declared length is taken from the body budget before a byte is read,
+ * and whatever comes past it as it comes.
+ */
+async function readBody(request: Request, held: BytesHeld): Promise<Uint8Array> {
+  const tooLarge = () => new ApiError(413, 'payload_too_large', `The body exceeds ${MAX_BODY_BYTES} bytes.`);
+  const declared = Number(request.headers.get('content-length') ?? 0);
+  if (declared > MAX_BODY_BYTES) throw tooLarge();
+  held.take(declared);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (request.body) {
+    for await (const chunk of request.body) {
+      size += chunk.byteLength;
+      if (size > MAX_BODY_BYTES) throw tooLarge();
+      if (size > declared) held.take(Math.min(chunk.byteLength, size - declared));
+      chunks.push(chunk);
+    }
+  }
+  return Buffer.concat(chunks);
+}

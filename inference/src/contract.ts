@@ -1,0 +1,169 @@
+/**
+ * The wire contract of `POST /predict`, written once: the service parses its form with these schemas and types its
+ * answer by them; the Worker's inference port (src/ports/inference/) builds the form with predictForm and checks the
+ * answer with predictionSchema. Depends on zod only, so both the Worker's bundler and Node's type stripping load it.
+ */
+import { z } from 'zod';
+
+/** The tasks a request can ask for; each answers under its own key. */
+export const TASKS = ['embed', 'detect', 'colors'] as const;
+export type Task = (typeof TASKS)[number];
+
+/** x1, y1, x2, y2 in the original image's pixels as displayed; (0,0) is the top-left corner. */
+const box = z.tuple([z.number(), z.number(), z.number(), z.number()]);
+export type Box = z.infer<typeof box>;
+
+const paletteColor = z.object({
+  /** `rrggbb`, lower case. */
+  hex: z.string().regex(/^[0-9a-f]{6}$/),
+  /** Its share of the image (or object), 0 to 1. */
+  ratio: z.number().min(0).max(1),
+});
+export type PaletteColor = z.infer<typeof paletteColor>;
+
+const detectedObject = z.object({
+  /** The spec's product type, e.g. `Bag`. */
+  type: z.string(),
+  /** The detector's own label, e.g. `handbag`. */
+  label: z.string(),
+  score: z.number(),
+  /** Integers in original pixels. */
+  box,
+  /** The embed model's vector of the object's crop (box plus margin), comparable with whole-image vectors. */
+  embedding: z.array(z.number()),
+  /** The object's own dominant colours (its box, no margin), when `colors` was asked too. */
+  colors: z.array(paletteColor).optional(),
+});
+export type DetectedObject = z.infer<typeof detectedObject>;
+
+/** Each task's answer, under the task's own key. */
+const taskResults = {
+  /** `vector` has unit length (L2): cosine similarity is the dot product. */
+  embed: z.object({ model: z.string(), dim: z.number().int().positive(), vector: z.array(z.number()) }),
+  /** Objects best first; `types` are every type the loaded detector can report. */
+  detect: z.object({ model: z.string(), types: z.array(z.string()), objects: z.array(detectedObject) }),
+  /** At most 8 colours by descending ratio, measured in CIELAB, transparent pixels and a plain background left out. */
+  colors: z.object({ model: z.string(), palette: z.array(paletteColor) }),
+} satisfies Record<Task, z.ZodType>;
+export type TaskResult<T extends Task> = z.infer<(typeof taskResults)[T]>;
+
+const predictionBase = z.object({
+  image: z.object({ width: z.number().int().positive(), height: z.number().int().positive(), format: z.string() }),
+  /** The request's box clamped to the image, when one was given. */
+  box: box.optional(),
+});
+
+/** The answer to a request for the tasks T: every asked task's result is there. */
+export type Prediction<T extends Task = Task> = z.infer<typeof predictionBase> & { [K in T]: TaskResult<K> };
+
+/** The schema of the answer to `tasks`: a body missing an asked task's result, or holding a malformed one, fails. */
+export function predictionSchema<T extends Task>(tasks: readonly T[]): z.ZodType<Prediction<T>> {
+  const shape = Object.fromEntries(tasks.map((task) => [task, taskResults[task]]));
+  return predictionBase.extend(shape) as unknown as z.ZodType<Prediction<T>>;
+}
+
+/** Raw detections a request may carry, at most; DETR answers 100 per image. */
+export const MAX_EXTERNAL_DETECTIONS = 1000;
+
+const rawDetection = z.object({
+  label: z.string(),
+  /** Confidence in [0, 1]. */
+  score: z.number(),
+  /** Original pixels, fractional, possibly reaching past the image. */
+  box,
+});
+export type RawDetection = z.infer<typeof rawDetection>;
+
+const externalDetections = z.object({
+  /** Names the detector; reported as `detect.model`. */
+  model: z.string().min(1).max(200),
+  objects: z.array(rawDetection).max(MAX_EXTERNAL_DETECTIONS),
+});
+/** Raw detections made elsewhere (Workers AI's DETR), in the detector's own vocabulary (COCO labels). */
+export type ExternalDetections = z.infer<typeof externalDetections>;
+
+export type PredictOptions = {
+  /** Every task runs on this region only; coordinates in the answer stay the original image's. */
+  box?: Box;
+  /**
+   * With `detect`: these detections instead of the service's own detector. The service still maps labels to product
+   * types, applies the score floor and suppression, and embeds and colours each object's crop.
+   */
+  detections?: ExternalDetections;
+};
+
+/** The request's form, as the Worker sends it. */
+export function predictForm(image: Uint8Array, tasks: readonly Task[], options: PredictOptions = {}): FormData {
+  const form = new FormData();
+  form.set('image', new Blob([image]), 'image');
+  form.set('tasks', tasks.join(','));
+  if (options.box) form.set('box', options.box.join(','));
+  if (options.detections) form.set('detections', JSON.stringify(options.detections));
+  return form;
+}
+
+/** A form field that fails its schema answers 400 with the field's code, or the code its issue names. */
+export const FORM_ERROR_CODES = { image: 'missing_image', tasks: 'missing_tasks', box: 'bad_box', detections: 'bad_detections' } as const;
+
+const failWith = (ctx: z.RefinementCtx, code: string, message: string): typeof z.NEVER => {
+  ctx.addIssue({ code: 'custom', message, params: { code } });
+  return z.NEVER;
+};
+
+/** "embed" or "embed,detect": known task names, duplicates dropped, order kept. */
+const tasksField = z.string({ error: `The form field "tasks" must list tasks out of: ${TASKS.join(', ')}.` }).transform((text, ctx) => {
+  const names = text.split(',').map((name) => name.trim()).filter(Boolean);
+  if (names.length === 0) return failWith(ctx, 'missing_tasks', `The form field "tasks" must list tasks out of: ${TASKS.join(', ')}.`);
+  const unknown = names.filter((name) => !(TASKS as readonly string[]).includes(name));
+  if (unknown.length > 0) return failWith(ctx, 'unknown_task', `Unknown task(s): ${unknown.join(', ')}; known: ${TASKS.join(', ')}.`);
+  return [...new Set(names as Task[])];
+});
+
+const BOX_PATTERN = /^\s*(-?\d{1,9})\s*,\s*(-?\d{1,9})\s*,\s*(-?\d{1,9})\s*,\s*(-?\d{1,9})\s*$/;
+const BOX_FORMAT = 'The form field "box" must be four integers "x1,y1,x2,y2" in image pixels.';
+
+/** "x1,y1,x2,y2", integers; its area inside the image is checked once the image's size is known. */
+const boxField = z.string({ error: BOX_FORMAT }).transform((text, ctx): Box => {
+  const match = BOX_PATTERN.exec(text);
+  if (!match) return failWith(ctx, 'bad_box', BOX_FORMAT);
+  const [x1, y1, x2, y2] = match.slice(1, 5).map(Number) as Box;
+  if (!(x2 > x1 && y2 > y1)) return failWith(ctx, 'bad_box', `The box ${x1},${y1},${x2},${y2} needs x2 > x1 and y2 > y1.`);
+  return [x1, y1, x2, y2];
+});
+
+const DETECTIONS_FORMAT =
+  'The form field "detections" must be JSON {"model": string of 1-200 characters, "objects": [{"label": string, ' +
+  `"score": number, "box": [x1, y1, x2, y2]}], at most ${MAX_EXTERNAL_DETECTIONS}}.`;
+
+const detectionsField = z.string({ error: DETECTIONS_FORMAT }).transform((text, ctx): ExternalDetections => {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return failWith(ctx, 'bad_detections', 'The form field "detections" must be JSON.');
+  }
+  const parsed = externalDetections.safeParse(json);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const where = (issue?.path ?? []).map((key, i) => (typeof key === 'number' ? `[${key}]` : i > 0 ? `.${String(key)}` : String(key))).join('');
+  return failWith(ctx, 'bad_detections', `At "${where || 'detections'}": ${issue?.message ?? 'invalid'}. ${DETECTIONS_FORMAT}`);
+});
+
+/** The form of `POST /predict`: `image` a file, `tasks`, and optionally `box` and `detections` (the latter with detect only). */
+export const predictFormSchema = z
+  .object({
+    image: z.instanceof(File, { error: 'The form field "image" must be a file.' }),
+    tasks: tasksField,
+    box: boxField.optional(),
+    detections: detectionsField.optional(),
+  })
+  .superRefine((form, ctx) => {
+    if (form.detections && !form.tasks.includes('detect')) {
+      ctx.addIssue({ code: 'custom', path: ['detections'], message: 'The form field "detections" needs the detect task.' });
+    }
+  });
+export type PredictFormFields = z.infer<typeof predictFormSchema>;
+
+/** Every error the service answers: `{"error": {"code", "message"}}`. */
+export const errorBody = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
+export type ErrorBody = z.infer<typeof errorBody>;
