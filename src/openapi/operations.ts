@@ -1,8 +1,8 @@
 import { z } from 'zod';
+import { APP_PATH, createAppBody, schemaBody, settingsBody } from '../admin/bodies';
 import type { ParamShape } from '../http/param-schema';
 import { INSERT_STATUS, MAX_REMOVE_NAMES, REMOVED_IMAGE, TRANSACTION } from '../ingest/data-params';
 import { INSERT_IMAGE, INSERT_LIMITS } from '../ingest/insert-request';
-import { APP_PATH, createAppBody, schemaBody, settingsBody } from '../routes/admin-bodies';
 import { ADVANCED } from '../search/advanced';
 import { COLOR_QUERY } from '../search/color-query';
 import { DETECTION } from '../search/detection';

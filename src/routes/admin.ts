@@ -1,12 +1,12 @@
 import { Hono, type Context } from 'hono';
 import type { z } from 'zod';
+import { createAppBody, schemaBody, settingsBody } from '../admin/bodies';
 import { requireAdmin } from '../auth/admin';
 import { newAppKeys } from '../auth/keys';
 import type { AppEnv } from '../env';
 import { invalidParameter, ApiError } from '../http/envelope';
 import { endpoint } from '../http/middleware';
 import { createApp, getApp, getSchema, replaceSchema, updateSettings, type AppRecord } from '../storage/apps';
-import { createAppBody, schemaBody, settingsBody } from './admin-bodies';
 
 const describe = (app: AppRecord) => ({
   app_id: app.id,

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { FIELD_TYPES } from '../storage/apps';
 
-// The admin API's path parameter and JSON bodies (docs/decisions.md): its routes check them, /openapi.json shows them.
+// The admin API's path parameter and JSON bodies (docs/decisions.md): its routes (routes/admin.ts) check them,
+// /openapi.json shows them.
 
 /** Field names as `/insert` parameters can carry them: no brackets, and not the two reserved keys. */
 const FIELD_NAME = /^[A-Za-z0-9_\-.:]{1,64}$/;
