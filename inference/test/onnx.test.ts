@@ -16,7 +16,7 @@ import { CENTERNET_SOURCE, CenterNetDetector } from '../src/models/detect/center
 import type { Detection } from '../src/models/detect/detector.ts';
 import { Embedder } from '../src/models/embed/embedder.ts';
 import { MOBILENET_V2_NODES, MOBILENET_V2_SOURCE, toMobileNetV2Input } from '../src/models/embed/mobilenet-v2.ts';
-import { convertTfjsGraph } from '../src/runtime/onnx/convert.ts';
+import { convertTfjsGraph } from '../scripts/onnx-converter/convert.ts';
 import { createOnnxRuntime } from '../src/runtime/onnxruntime.ts';
 import type { Float32Tensor, InferenceSession, ModelSource, Runtime } from '../src/runtime/runtime.ts';
 import { createTfjsWasmRuntime } from '../src/runtime/tfjs-wasm.ts';

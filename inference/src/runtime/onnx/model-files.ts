@@ -1,8 +1,11 @@
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ModelSource } from '../runtime.ts';
-import { readModelArtifacts } from '../tfjs-artifacts.ts';
-import { convertTfjsGraph } from './convert.ts';
+
+/**
+ * Where the converted models are and the command that makes them: all the
+ * service knows of the TF.js -> ONNX converter, which runs at install time
+ * (scripts/convert-models.ts, scripts/onnx-converter/) and is never loaded here.
+ */
 
 /** Where scripts/convert-models.ts writes the converted models (ignored by git). */
 export const ONNX_MODEL_DIRECTORY = path.resolve(import.meta.dirname, '../../../models/onnx');
@@ -11,15 +14,4 @@ export const CONVERT_COMMAND = 'npm run convert-models -w inference';
 
 export function onnxModelFile(source: ModelSource, directory = ONNX_MODEL_DIRECTORY): string {
   return path.join(directory, `${source.name}.onnx`);
-}
-
-/** Converts a model's TF.js graph for its declared outputs and writes it; returns the file. */
-export function writeOnnxModel(source: ModelSource, directory = ONNX_MODEL_DIRECTORY): string {
-  const bytes = convertTfjsGraph(readModelArtifacts(source), source);
-  const file = onnxModelFile(source, directory);
-  mkdirSync(directory, { recursive: true });
-  // Written beside and renamed, so a running service never reads half a file.
-  writeFileSync(`${file}.partial`, bytes);
-  renameSync(`${file}.partial`, file);
-  return file;
 }

@@ -1,6 +1,7 @@
+// In scripts/, not src/: only the install-time scripts/convert-models.ts runs the converter; the service loads its .onnx files.
 import type { io } from '@tensorflow/tfjs';
 import { GraphBuilder, type Value } from './graph.ts';
-import { encodeModel, type ValueInfo } from './onnx-proto.ts';
+import { encodeModel, type ValueInfo } from './onnx-model.ts';
 import { OP_TRANSLATIONS } from './ops.ts';
 import { NodeContext, type TfNode } from './tf-node.ts';
 import { TfjsWeights } from './tfjs-weights.ts';
@@ -13,7 +14,7 @@ import { TfjsWeights } from './tfjs-weights.ts';
  * is named after its TF node and comes out in TF's layout.
  */
 
-/** Opset 17 with IR version 8 (onnx-proto.ts): well within what onnxruntime 1.30 runs. */
+/** Opset 17 with IR version 8 (onnx-model.ts): well within what onnxruntime 1.30 runs. */
 const ONNX_OPSET = 17;
 
 /** Ops handled here rather than in OP_TRANSLATIONS. */

@@ -1,5 +1,5 @@
 import type { GraphBuilder, Value } from './graph.ts';
-import type { DataType, Tensor } from './onnx-proto.ts';
+import type { DataType, Tensor } from './onnx-model.ts';
 
 /** One attribute of a GraphDef node as TF.js stores it in model.json (int64s as strings, strings as base64). */
 export type TfAttrValue = {

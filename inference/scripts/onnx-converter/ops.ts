@@ -1,5 +1,5 @@
 import { nchwAxis, transposeTensor, type Layout, type Value } from './graph.ts';
-import { dataTypeCode, type Attribute, type DataType } from './onnx-proto.ts';
+import { dataTypeCode, type Attribute, type DataType } from './onnx-model.ts';
 import type { NodeContext } from './tf-node.ts';
 
 /**

@@ -1,4 +1,4 @@
-import type { Attribute, DataType, Node, Tensor, TensorData } from './onnx-proto.ts';
+import type { Attribute, DataType, Node, Tensor, TensorData } from './onnx-model.ts';
 
 /**
  * Where a converted value keeps its axes: as the TF graph has them ('tf'), or,

@@ -1,5 +1,5 @@
 import type { io } from '@tensorflow/tfjs';
-import type { Tensor } from './onnx-proto.ts';
+import type { Tensor } from './onnx-model.ts';
 
 /**
  * The weights of a TF.js graph model, decoded as tfjs decodes them
