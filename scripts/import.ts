@@ -3,9 +3,9 @@ import { createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, sta
 import http from 'node:http';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { parse as parseCsv } from 'csv-parse/sync';
 import { adminConfigFromEnv } from './lib/admin-client.ts';
 import { imageNameOf, INSERT_BATCH, insertForm, type AuthHeader, type InsertStatus } from './lib/api-client.ts';
-import { parseCsv } from './lib/csv.ts';
 import { ROOT } from './lib/wrangler-env.ts';
 
 const USAGE = `Usage: npm run import -- <folder | file.csv> [--serve-host 127.0.0.1]
@@ -43,10 +43,13 @@ function readEntries(source: string): Entry[] {
       .sort()
       .map((file) => ({ name: imageNameOf(file), file: path.join(source, file), metadata: {} }));
   }
-  const [header, ...rows] = parseCsv(readFileSync(source, 'utf8'));
-  if (!header) throw new Error(`${source} is empty`);
-  return rows.map((row, line) => {
-    const fields = Object.fromEntries(header.map((column, i) => [column.trim(), row[i] ?? '']));
+  const rows: Record<string, string>[] = parseCsv(readFileSync(source), {
+    bom: true,
+    columns: (header: string[]) => header.map((column) => column.trim()),
+    skip_empty_lines: true,
+    relax_column_count: true,
+  });
+  return rows.map((fields, line) => {
     const { im_name: name, im_url: url, file, ...metadata } = fields;
     if (!url && !file) throw new Error(`${source}, row ${line + 2}: give im_url or file`);
     const local = file ? path.resolve(path.dirname(source), file) : undefined;

@@ -2,7 +2,8 @@
  * The seam between model logic and the engine that executes graphs. Models
  * describe where their files are and which nodes they want; a Runtime turns
  * that into numbers. Two implementations: ONNX Runtime (onnxruntime.ts, on a
- * graph converted ahead of time by onnx/) and tfjs on wasm (tfjs-wasm.ts).
+ * graph converted at install time by scripts/onnx-converter/) and tfjs on wasm
+ * (tfjs-wasm.ts).
  */
 
 /** A dense float32 tensor in row-major order (NHWC for images). */
