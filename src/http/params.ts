@@ -1,3 +1,4 @@
+import { BodyTooLarge, readCapped } from './capped-body';
 import { ApiError, invalidParameter } from './envelope';
 
 type ParamValue = string | File;
@@ -32,10 +33,9 @@ function addTo(values: Map<string, ParamValue[]>, name: string, value: ParamValu
 }
 
 /** How many parts a multipart body has, counted by its delimiters without parsing it. */
-async function partCount(body: Blob, type: string): Promise<number> {
+function partCount(bytes: Uint8Array, type: string): number {
   const boundary = /boundary="?([^";]+)"?/i.exec(type)?.[1];
   if (!boundary) return 0;
-  const bytes = new Uint8Array(await body.arrayBuffer());
   const delimiter = new TextEncoder().encode(`--${boundary}`);
   let count = 0;
   for (let at = bytes.indexOf(delimiter[0]!); at >= 0 && at + delimiter.length <= bytes.length; at = bytes.indexOf(delimiter[0]!, at + 1)) {
@@ -50,25 +50,13 @@ async function partCount(body: Blob, type: string): Promise<number> {
   return Math.max(0, count - 1);
 }
 
-/** The whole body, refused as soon as more than `maxBytes` have come, whatever its `content-length` said. */
-async function readCapped(body: ReadableStream<Uint8Array>, maxBytes: number, unauthenticated?: boolean): Promise<Blob> {
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    let chunk: ReadableStreamReadResult<Uint8Array>;
-    try {
-      chunk = await reader.read();
-    } catch {
-      throw invalidParameter('The request body could not be read.');
-    }
-    if (chunk.done) return new Blob(chunks);
-    size += chunk.value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel().catch(() => undefined);
-      throw bodyTooLarge(maxBytes, unauthenticated);
-    }
-    chunks.push(chunk.value);
+/** The whole body, refused when its `content-length` says too much, or as soon as too much has come. */
+async function readBody(request: Request, maxBytes: number, unauthenticated?: boolean): Promise<Uint8Array> {
+  try {
+    return await readCapped(request, maxBytes);
+  } catch (error) {
+    if (error instanceof BodyTooLarge) throw bodyTooLarge(maxBytes, unauthenticated);
+    throw invalidParameter('The request body could not be read.');
   }
 }
 
@@ -104,10 +92,8 @@ export class RequestParams {
 
     const maxBytes =
       limits.unauthenticated && form === 'application/x-www-form-urlencoded' ? UNAUTHENTICATED_BODY.maxUrlencodedBytes : limits.maxBytes;
-    // A body declared too long is refused before a byte of it is read; one sent without a length, while it streams.
-    if (Number(request.headers.get('content-length') ?? 0) > maxBytes) throw bodyTooLarge(maxBytes, limits.unauthenticated);
-    const body = await readCapped(request.body, maxBytes, limits.unauthenticated);
-    if (limits.unauthenticated && form === 'multipart/form-data' && (await partCount(body, type)) > UNAUTHENTICATED_BODY.maxParts) {
+    const body = await readBody(request, maxBytes, limits.unauthenticated);
+    if (limits.unauthenticated && form === 'multipart/form-data' && partCount(body, type) > UNAUTHENTICATED_BODY.maxParts) {
       throw invalidParameter(`A request without credentials in a header or the query string may send at most ${UNAUTHENTICATED_BODY.maxParts} form parts.`);
     }
     let parsed: FormData;

@@ -1,3 +1,4 @@
+import { DownloadError, downloadImage, downloadOptions } from '../download/download';
 import type { Env } from '../env';
 import { DATA_ERRORS, type DataError } from '../http/messages';
 import { hasSupportedDimensions, probeImage } from '../images/probe';
@@ -9,7 +10,6 @@ import { deleteRetiredSoon } from '../storage/retired';
 import { getPendingItem, hasEarlierPendingImage, markStarted, settleItem, settleStatements, type PendingItem } from '../storage/transactions';
 import { getSchema } from '../storage/apps';
 import { replaceVectorMetadata, vectorMetadata, writeImageVectors } from '../storage/vectors';
-import { DownloadError, downloadImage, downloadOptions } from './download';
 import type { InsertMessage } from './message';
 
 /** Bytes an inserted image may have: a 40 MP image compresses well below this. */

@@ -1,10 +1,10 @@
+import { DownloadError, downloadImage, downloadOptions } from '../download/download';
 import type { Env } from '../env';
 import { ApiError, invalidParameter } from '../http/envelope';
 import { SEARCH_ERRORS } from '../http/messages';
 import { file, readParam, text } from '../http/param-schema';
 import type { RequestParams } from '../http/params';
 import { hasSupportedDimensions, probeImage, type ImageInfo } from '../images/probe';
-import { DownloadError, downloadImage, downloadOptions } from '../ingest/download';
 import { findQueryImage, insertQueryImage, queryBlobKey } from '../storage/query-images';
 
 /** Spec 4.5: an uploaded query image is at most 10 MB; an image URL is held to the same. */

@@ -6,8 +6,8 @@ import {
   MAX_REDIRECTS,
   type DownloadFailure,
   type DownloadOptions,
-} from '../../src/ingest/download';
-import { checkUrl, specialRange, type UrlPolicy } from '../../src/ingest/url-guard';
+} from '../../src/download/download';
+import { checkUrl, specialRange, type UrlPolicy } from '../../src/download/url-guard';
 import { createApp, fixtureUrl, hits, insert, insertAndWait, uploadsearch, waitForTransaction } from './helpers';
 
 const IMAGE = 'animals_birds_hen.png';

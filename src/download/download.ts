@@ -3,6 +3,7 @@
  * one byte cap cover all hops, and the body is streamed so a huge one is cut off early.
  */
 import type { Env } from '../env';
+import { BodyTooLarge, readCapped } from '../http/capped-body';
 import { checkUrl, LookupFailed, UrlRefused, type UrlPolicy } from './url-guard';
 
 export type DownloadFailure = 'timeout' | 'unreachable' | 'too_large' | 'refused';
@@ -36,10 +37,10 @@ export async function downloadImage(url: string, options: DownloadOptions): Prom
   try {
     const response = await fetchGuarded(url, options, signal);
     if (!response.ok || !response.body) throw new DownloadError('unreachable', `HTTP ${response.status} from ${url}`);
-    const declared = Number(response.headers.get('content-length') ?? '0');
-    return await readCapped(response.body, declared, options.maxBytes, url);
+    return await readCapped(response, options.maxBytes);
   } catch (error) {
     if (error instanceof DownloadError) throw error;
+    if (error instanceof BodyTooLarge) throw new DownloadError('too_large', `${error.message} at ${url}`);
     if (error instanceof UrlRefused) throw new DownloadError('refused', error.message);
     if (error instanceof LookupFailed) throw new DownloadError('unreachable', error.message);
     if (signal.aborted) throw new DownloadError('timeout', `timed out after ${options.timeoutMs} ms: ${url}`);
@@ -69,27 +70,4 @@ async function fetchGuarded(url: string, options: DownloadOptions, signal: Abort
     }
     target = parseUrl(location, target);
   }
-}
-
-async function readCapped(
-  body: ReadableStream<Uint8Array>,
-  declared: number,
-  maxBytes: number,
-  url: string,
-): Promise<Uint8Array> {
-  if (declared > maxBytes) throw new DownloadError('too_large', `${declared} bytes at ${url}`);
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.byteLength;
-    if (size > maxBytes) throw new DownloadError('too_large', `over ${maxBytes} bytes at ${url}`);
-    chunks.push(chunk);
-  }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return bytes;
 }
