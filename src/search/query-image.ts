@@ -5,7 +5,8 @@ import { SEARCH_ERRORS } from '../http/messages';
 import { file, readParam, text } from '../http/param-schema';
 import type { RequestParams } from '../http/params';
 import { hasSupportedDimensions, probeImage, type ImageInfo } from '../images/probe';
-import { findQueryImage, insertQueryImage, queryBlobKey } from '../storage/query-images';
+import { putImageBlob, queryBlobKey } from '../storage/blobs';
+import { findQueryImage, insertQueryImage } from '../storage/query-images';
 
 /** Spec 4.5: an uploaded query image is at most 10 MB; an image URL is held to the same. */
 export const MAX_QUERY_IMAGE_BYTES = 10 * 1024 * 1024;
@@ -82,6 +83,6 @@ export async function resolveQueryImage(env: Env, appId: string, params: Request
  */
 export async function keepQueryImage(env: Env, appId: string, query: QueryImage): Promise<void> {
   if (!query.isNew) return;
-  await env.BLOBS.put(queryBlobKey(appId, query.imId), query.bytes, { httpMetadata: { contentType: `image/${query.info.format}` } });
+  await putImageBlob(env.BLOBS, queryBlobKey(appId, query.imId), query.bytes, query.info.format);
   await insertQueryImage(env.DB, appId, query.imId, query.info);
 }

@@ -1,6 +1,9 @@
 /** R2 keys: every object lives under its application's prefix; each version of an image under its own id. */
 export const imageBlobKey = (appId: string, imName: string, versionId: number): string => `${appId}/images/${imName}/${versionId}`;
+/** A query image of an upload search, under its `im_id` (query-images.ts). */
+export const queryBlobKey = (appId: string, imId: string): string => `${appId}/queries/${imId}`;
 
+/** The one writer of image bytes: collection images and query images alike. */
 export async function putImageBlob(bucket: R2Bucket, key: string, bytes: Uint8Array, format: string): Promise<void> {
   await bucket.put(key, bytes, { httpMetadata: { contentType: `image/${format}` } });
 }

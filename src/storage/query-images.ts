@@ -1,9 +1,8 @@
 import type { ImageInfo } from '../images/probe';
 import { formatTimestamp } from '../time';
+import { deleteBlobs, queryBlobKey } from './blobs';
 
 export type QueryImageRow = { id: string; blob_key: string; format: string; width: number; height: number };
-
-export const queryBlobKey = (appId: string, imId: string): string => `${appId}/queries/${imId}`;
 
 export async function insertQueryImage(db: D1Database, appId: string, imId: string, info: ImageInfo): Promise<void> {
   await db
@@ -35,7 +34,7 @@ export async function deleteExpiredQueryImages(db: D1Database, bucket: R2Bucket,
     .bind(expiredBefore(now), limit)
     .all<{ id: string; blob_key: string }>();
   if (results.length === 0) return 0;
-  await bucket.delete(results.map((row) => row.blob_key));
+  await deleteBlobs(bucket, results.map((row) => row.blob_key));
   await db.prepare('DELETE FROM query_images WHERE id IN (SELECT value FROM json_each(?))').bind(JSON.stringify(results.map((row) => row.id))).run();
   return results.length;
 }
