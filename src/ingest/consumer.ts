@@ -10,7 +10,7 @@ import { deleteRetiredSoon } from '../storage/retired';
 import { getPendingItem, hasEarlierPendingImage, markStarted, settleItem, settleStatements, type PendingItem } from '../storage/transactions';
 import { getSchema } from '../storage/apps';
 import { replaceVectorMetadata, vectorMetadata, writeImageVectors } from '../storage/vectors';
-import type { InsertMessage } from './message';
+import { sendInsertMessages, type InsertMessage } from './message';
 
 /** Bytes an inserted image may have: a 40 MP image compresses well below this. */
 export const MAX_IMAGE_BYTES = 50 * 1024 * 1024;
@@ -110,7 +110,7 @@ async function handle(env: Env, message: Message<InsertMessage>): Promise<void> 
   } catch (error) {
     if (error instanceof ItemDeferred) {
       // Waiting is not failing: a new message, so that the wait spends none of this one's deliveries.
-      await env.INSERT_QUEUE.send({ transId, index }, { delaySeconds: DEFER_SECONDS });
+      await sendInsertMessages(env.INSERT_QUEUE, [{ transId, index }], { delaySeconds: DEFER_SECONDS });
       message.ack();
       return;
     }

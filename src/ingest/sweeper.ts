@@ -5,6 +5,7 @@ import { pruneUsage } from '../storage/usage';
 import { findStalledItems, pruneRemovals, recordSweep } from '../storage/transactions';
 import { formatTimestamp } from '../time';
 import { failForGood } from './dead-letters';
+import { MAX_MESSAGES_PER_SEND, sendInsertMessages } from './message';
 
 /**
  * An item a consumer started this long ago without settling it lost its message (the consumer died with it); so
@@ -19,8 +20,6 @@ export const MAX_SWEEPS = 3;
 const ITEMS_PER_RUN = 1000;
 /** Batches of retired versions deleted per run, at most; a larger backlog waits for the next run. */
 const RETIRED_RUNS = 20;
-/** A queue's sendBatch takes at most 100 messages. */
-const SEND_CHUNK = 100;
 
 /**
  * The cron half of "nothing accepted is ever lost, nothing removed stays": every pending item whose message looks
@@ -34,10 +33,10 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
   const exhausted = stalled.filter((item) => item.sweeps >= MAX_SWEEPS);
   const resend = stalled.filter((item) => item.sweeps < MAX_SWEEPS);
   for (const item of exhausted) await failForGood(env, item.transId, item.index);
-  for (let start = 0; start < resend.length; start += SEND_CHUNK) {
-    const chunk = resend.slice(start, start + SEND_CHUNK);
+  for (let start = 0; start < resend.length; start += MAX_MESSAGES_PER_SEND) {
+    const chunk = resend.slice(start, start + MAX_MESSAGES_PER_SEND);
     // Sent before it is counted: a crash in between costs one more re-send at most, never a lost item.
-    await env.INSERT_QUEUE.sendBatch(chunk.map(({ transId, index }) => ({ body: { transId, index } })));
+    await sendInsertMessages(env.INSERT_QUEUE, chunk);
     await recordSweep(env.DB, chunk);
   }
   if (stalled.length > 0) console.warn(JSON.stringify({ event: 'insert_sweep', resent: resend.length, failed: exhausted.length }));

@@ -7,6 +7,7 @@ import { endpoint, failedWith } from '../http/middleware';
 import { readParam } from '../http/param-schema';
 import { INSERT_STATUS, MAX_REMOVE_NAMES, TRANSACTION } from '../ingest/data-params';
 import { INSERT_LIMITS, parseInsert, resolveMetadataUpdates } from '../ingest/insert-request';
+import { sendInsertMessages } from '../ingest/message';
 import { getSchema, type AppRecord } from '../storage/apps';
 import { existingNames, removeImages } from '../storage/images';
 import { deleteRetiredSoon } from '../storage/retired';
@@ -51,7 +52,7 @@ dataRoutes.post('/insert', insertEndpoint, authenticate({ allowAppKey: false }),
   await checkLimits(c.env.DB, app, accepted.map((item) => item.imName));
   const transId = await createTransaction(c.env.DB, app.id, accepted);
   try {
-    await c.env.INSERT_QUEUE.sendBatch(accepted.map((item) => ({ body: { transId, index: item.index } })));
+    await sendInsertMessages(c.env.INSERT_QUEUE, accepted.map((item) => ({ transId, index: item.index })));
   } catch (error) {
     // Without its messages the transaction would never finish: take it back and let the client retry.
     console.error(JSON.stringify({ event: 'insert_enqueue_failed', reqid: c.var.reqid, error: String(error) }));
