@@ -15,6 +15,12 @@ export const INSERT_LIMITS = {
   maxValueLength: 5000,
 } as const;
 
+/**
+ * Whether a name could be an image's: none is longer than maxNameLength (spec 2.1), so a longer one is never looked
+ * up. It is not there, and it would make the query big.
+ */
+export const couldNameImage = (imName: string): boolean => imName.length <= INSERT_LIMITS.maxNameLength;
+
 const IM_NAME = /^[a-zA-Z0-9\-_.:]+$/;
 /**
  * One image of an `/insert`, sent as `{key}[i]` form parameters (spec 4.1). parseInsert checks an image against the

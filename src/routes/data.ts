@@ -6,7 +6,7 @@ import { DATA_ERRORS, GENERAL } from '../http/messages';
 import { endpoint, failedWith } from '../http/middleware';
 import { readParam } from '../http/param-schema';
 import { INSERT_STATUS, MAX_REMOVE_NAMES, TRANSACTION } from '../ingest/data-params';
-import { INSERT_LIMITS, parseInsert, resolveMetadataUpdates } from '../ingest/insert-request';
+import { couldNameImage, parseInsert, resolveMetadataUpdates } from '../ingest/insert-request';
 import { sendInsertMessages } from '../ingest/message';
 import { getSchema, type AppRecord } from '../storage/apps';
 import { existingNames, removeImages } from '../storage/images';
@@ -98,8 +98,7 @@ dataRoutes.post('/remove', endpoint('remove', { failureFields: nothingDone }), a
   if (requested.length === 0) throw new ApiError(400, 'im_name[0] is required.');
   if (requested.length > MAX_REMOVE_NAMES) throw new ApiError(400, `At most ${MAX_REMOVE_NAMES} images can be removed per call.`);
 
-  // A name longer than any im_name can be (spec 2.1) is not looked up: it is not there, and would make the query big.
-  const possible = requested.map((item) => item.imName).filter((name) => name.length <= INSERT_LIMITS.maxNameLength);
+  const possible = requested.map((item) => item.imName).filter(couldNameImage);
   const removedNames = new Set(await removeImages(c.env.DB, c.var.app.id, [...new Set(possible)]));
   await deleteRetiredSoon(c.env, c.var.app.id);
   const seen = new Set<string>();

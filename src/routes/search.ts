@@ -5,7 +5,7 @@ import type { AppEnv } from '../env';
 import { ApiError } from '../http/envelope';
 import { SEARCH_ERRORS } from '../http/messages';
 import { endpoint } from '../http/middleware';
-import { INSERT_LIMITS } from '../ingest/insert-request';
+import { couldNameImage } from '../ingest/insert-request';
 import { readSearchOptions } from '../search/options';
 import { searchQuota } from '../search/quota';
 import { emptySearchPage } from '../search/paging';
@@ -27,8 +27,7 @@ const factory = createFactory<AppEnv>();
 const similar = factory.createHandlers(endpoint('search', { failureFields: emptySearchPage }), authenticate({ allowAppKey: true }), searchQuota, async (c) => {
   const { params, app } = c.var;
   const imName = params.required('im_name', new ApiError(400, SEARCH_ERRORS.imageNotFound));
-  // No im_name is longer than this (spec 2.1): a longer one is not looked up, so it cannot make a query big.
-  const possible = imName.length <= INSERT_LIMITS.maxNameLength;
+  const possible = couldNameImage(imName);
   // Both reads at once (one D1 round trip less); the parameters are still checked before the image is looked at.
   const [schema, image] = await Promise.all([
     getSchema(c.env.DB, app.id),
