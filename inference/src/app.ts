@@ -5,23 +5,27 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { FORM_ERROR_CODES, predictFormSchema, type ErrorBody } from './contract.ts';
+import { FORM_ERROR_CODES, predictFormSchema, PRIORITIES, PRIORITY_HEADER, type ErrorBody, type Priority } from './contract.ts';
 import { ApiError } from './errors.ts';
 import { ImageDecodeError } from './image/decode.ts';
 import type { ModelRegistry } from './models/registry.ts';
 import { predict } from './predict.ts';
+import { withPriority } from './priority.ts';
 import { SaturatedError, type ByteBudget, type BytesHeld, type ConcurrencyLimit } from './concurrency-limit.ts';
 
 /** The most one request body may hold. */
 export const MAX_BODY_BYTES = 50 * 1024 * 1024;
+
+/** The share of the body budget bulk requests may fill: past it bulk is refused, interactive still read. */
+const BULK_BODY_SHARE = 0.5;
 
 export type ServiceState = {
   /** Undefined while the models load. */
   models(): ModelRegistry | undefined;
   /** When set, /predict answers only `Authorization: Bearer <secret>`. */
   readonly secret: string | undefined;
-  /** Predictions in flight and waiting. */
-  readonly inFlight: ConcurrencyLimit;
+  /** Predictions in flight and waiting, each class on its own: bulk never takes an interactive slot. */
+  readonly inFlight: Readonly<Record<Priority, ConcurrencyLimit>>;
   /** Bytes of request bodies held at once. */
   readonly bodies: ByteBudget;
 };
@@ -41,13 +45,15 @@ export function createApp(state: ServiceState): Hono {
     }
     const models = state.models();
     if (!models) throw new ApiError(503, 'loading', 'Models are still loading; retry shortly.');
+    const priority = readPriority(c.req.header(PRIORITY_HEADER));
+    const inFlight = state.inFlight[priority];
     // Refused before the body is read: an overloaded service should cost its callers as little as possible.
-    state.inFlight.refuseWhenSaturated();
-    const held = state.bodies.hold();
+    inFlight.refuseWhenSaturated();
+    const held = state.bodies.hold(priority === 'bulk' ? BULK_BODY_SHARE : 1);
     try {
       const { image, tasks, box, detections } = await readForm(c.req.raw, held);
       const bytes = new Uint8Array(await image.arrayBuffer());
-      return c.json(await predict(bytes, tasks, models, state.inFlight, { box, detections }));
+      return c.json(await withPriority(priority, () => predict(bytes, tasks, models, inFlight, { box, detections })));
     } finally {
       held.release();
     }
@@ -71,6 +77,13 @@ export function createApp(state: ServiceState): Hono {
     return failure(c, 500, 'internal_error', 'Internal error.');
   });
   return app;
+}
+
+function readPriority(header: string | undefined): Priority {
+  if (header === undefined) return 'interactive';
+  const priority = PRIORITIES.find((name) => name === header.trim().toLowerCase());
+  if (!priority) throw new ApiError(400, 'bad_priority', `The ${PRIORITY_HEADER} header must be one of: ${PRIORITIES.join(', ')}.`);
+  return priority;
 }
 
 function failure(c: Context, status: ContentfulStatusCode, code: string, message: string): Response {

@@ -59,12 +59,15 @@ export class ByteBudget {
     this.#max = max;
   }
 
-  /** A holding, empty until bytes are taken; a take that does not fit throws SaturatedError. */
-  hold(): BytesHeld {
+  /**
+   * A holding, empty until bytes are taken; a take that would bring the bytes held (everyone's) past `share` of the
+   * budget throws SaturatedError. A smaller share is refused first.
+   */
+  hold(share = 1): BytesHeld {
     let mine = 0;
     return {
       take: (more) => {
-        if (this.#held + more > this.#max) throw new SaturatedError(this.#held);
+        if (this.#held + more > this.#max * share) throw new SaturatedError(this.#held);
         this.#held += more;
         mine += more;
       },

@@ -9,6 +9,14 @@ import { z } from 'zod';
 export const TASKS = ['embed', 'detect', 'colors'] as const;
 export type Task = (typeof TASKS)[number];
 
+/**
+ * The class of a request, sent in PRIORITY_HEADER (absent: interactive). An interactive prediction (a search) never
+ * waits behind bulk ones (inserts), and bulk is refused busy first when the service is saturated.
+ */
+export const PRIORITIES = ['interactive', 'bulk'] as const;
+export type Priority = (typeof PRIORITIES)[number];
+export const PRIORITY_HEADER = 'x-inference-priority';
+
 /** x1, y1, x2, y2 in the original image's pixels as displayed; (0,0) is the top-left corner. */
 const box = z.tuple([z.number(), z.number(), z.number(), z.number()]);
 export type Box = z.infer<typeof box>;
@@ -83,6 +91,8 @@ const externalDetections = z.object({
 export type ExternalDetections = z.infer<typeof externalDetections>;
 
 export type PredictOptions = {
+  /** Sent as PRIORITY_HEADER; interactive when absent. */
+  priority?: Priority;
   /** Every task runs on this region only; coordinates in the answer stay the original image's. */
   box?: Box;
   /**

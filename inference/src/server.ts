@@ -29,22 +29,22 @@ async function start(env: NodeJS.ProcessEnv): Promise<void> {
   }
   const runtimeName = runtimeNameFromEnv(env.INFERENCE_RUNTIME);
   const modelSet = modelSetFromEnv(env);
-  const maxWaiting = Number(env.INFERENCE_MAX_WAITING || 64);
-  if (!(Number.isInteger(maxWaiting) && maxWaiting >= 0)) {
-    throw new Error(`INFERENCE_MAX_WAITING must be a non-negative integer, got "${env.INFERENCE_MAX_WAITING}"`);
-  }
-  const minBodyMegabytes = MAX_BODY_BYTES / (1024 * 1024);
-  const maxBodyMegabytes = Number(env.INFERENCE_MAX_BODY_MB || 128);
-  if (!(Number.isInteger(maxBodyMegabytes) && maxBodyMegabytes >= minBodyMegabytes)) {
-    throw new Error(`INFERENCE_MAX_BODY_MB must be an integer of at least ${minBodyMegabytes}, got "${env.INFERENCE_MAX_BODY_MB}"`);
-  }
+  const maxWaiting = integerSetting(env, 'INFERENCE_MAX_WAITING', 64, 0);
+  const maxBulk = integerSetting(env, 'INFERENCE_MAX_BULK', Math.ceil(modelSet.maxBatch / 2), 1);
+  const maxBulkWaiting = integerSetting(env, 'INFERENCE_MAX_BULK_WAITING', 16, 0);
+  const maxBodyMegabytes = integerSetting(env, 'INFERENCE_MAX_BODY_MB', 128, MAX_BODY_BYTES / (1024 * 1024));
 
   let models: ModelRegistry | undefined;
   const app = createApp({
     models: () => models,
     secret,
-    // As many predictions in flight as one embedder batch holds: enough to fill batches, few enough to bound memory.
-    inFlight: new ConcurrencyLimit(modelSet.maxBatch, maxWaiting),
+    inFlight: {
+      // As many searches in flight as one embedder batch holds: enough to fill batches, few enough to bound memory.
+      interactive: new ConcurrencyLimit(modelSet.maxBatch, maxWaiting),
+      // Inserts: enough to keep the engine busy while others decode, few enough that their decodes leave the
+      // cores to searches; a short line, so that a flood of them is refused busy before searches are.
+      bulk: new ConcurrencyLimit(maxBulk, maxBulkWaiting),
+    },
     // Bodies held at once, counted before they are read: the memory of requests still reading or waiting is bounded.
     bodies: new ByteBudget(maxBodyMegabytes * 1024 * 1024),
   });
@@ -61,6 +61,13 @@ async function start(env: NodeJS.ProcessEnv): Promise<void> {
     console.error('inference: model loading failed', error);
     process.exit(1);
   }
+}
+
+/** An integer setting of at least `min`; anything else stops the service before it listens. */
+function integerSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
+  const value = Number(env[name] || fallback);
+  if (!(Number.isInteger(value) && value >= min)) throw new Error(`${name} must be an integer of at least ${min}, got "${env[name]}"`);
+  return value;
 }
 
 await start(process.env);

@@ -1,23 +1,30 @@
-/** BatchedSession: concurrent single runs share engine runs, each caller gets its own row, failures stay in their batch. */
+/**
+ * BatchedSession: concurrent single runs share engine runs, each caller gets its own row, failures stay in their
+ * batch; through a shared PriorityGate, interactive runs go before waiting bulk ones.
+ */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { PriorityGate, withPriority } from '../src/priority.ts';
 import { BatchedSession } from '../src/runtime/batched-session.ts';
 import type { Float32Tensor, InferenceSession } from '../src/runtime/runtime.ts';
 
 /** A session whose output "sum" is each row's sum and "twice" each row doubled; it can be told to fail. */
 class RowSumSession implements InferenceSession {
   readonly shapes: number[][] = [];
+  /** The first value of each run's rows, in the order the runs started. */
+  readonly firstValues: number[][] = [];
   failNext = false;
 
   async run(input: Float32Tensor): Promise<Map<string, Float32Tensor>> {
     this.shapes.push([...input.shape]);
+    const rowLength = input.data.length / input.shape[0]!;
+    this.firstValues.push(Array.from({ length: input.shape[0]! }, (_, row) => input.data[row * rowLength]!));
     await new Promise((resolve) => setTimeout(resolve, 5));
     if (this.failNext) {
       this.failNext = false;
       throw new Error('engine failed');
     }
     const rows = input.shape[0]!;
-    const rowLength = input.data.length / rows;
     const sums = Float32Array.from({ length: rows }, (_, row) => input.data.subarray(row * rowLength, (row + 1) * rowLength).reduce((a, b) => a + b, 0));
     return new Map([
       ['sum', { data: sums, shape: [rows, 1] }],
@@ -80,5 +87,50 @@ describe('BatchedSession', () => {
     const session = new BatchedSession(new RowSumSession(), 2);
     assert.throws(() => session.run({ data: new Float32Array(4), shape: [2, 2] }, ['sum']), /one input at a time/);
     assert.throws(() => new BatchedSession(new RowSumSession(), 0), /positive integer/);
+  });
+});
+
+describe('BatchedSession through a PriorityGate', () => {
+  const bulk = (session: InferenceSession, value: number) => withPriority('bulk', () => session.run(single(value), ['sum']));
+  const interactive = (session: InferenceSession, value: number) => withPriority('interactive', () => session.run(single(value), ['sum']));
+
+  test('an interactive call goes before waiting bulk ones, in a batch of its own', async () => {
+    const engine = new RowSumSession();
+    const session = new BatchedSession(engine, 8);
+    await Promise.all([bulk(session, 1), bulk(session, 2), bulk(session, 3), bulk(session, 4), interactive(session, 100)]);
+    assert.deepEqual(engine.firstValues, [[1], [100], [2, 3, 4]]);
+  });
+
+  test('the gate runs one session at a time, the interactive waiter first', async () => {
+    const gate = new PriorityGate();
+    const [embedEngine, detectEngine] = [new RowSumSession(), new RowSumSession()];
+    const embed = new BatchedSession(embedEngine, 8, gate);
+    const detect = new BatchedSession(detectEngine, 1, gate);
+    const order: string[] = [];
+    const note = (name: string) => (outputs: Map<string, Float32Tensor>) => order.push(`${name}:${outputs.get('sum')!.data[0]}`);
+    await Promise.all([
+      bulk(detect, 1).then(note('detect')), // runs at once
+      bulk(detect, 2).then(note('detect')), // waits as bulk
+      bulk(embed, 3).then(note('embed')), // waits as bulk
+      interactive(detect, 4).then(note('detect')), // makes the detect queue wait as interactive: before embed 3
+    ]);
+    // Detect 2 waits again after 4 ran, behind embed 3: bulk queues take turns.
+    assert.deepEqual(order, ['detect:1', 'detect:4', 'embed:3', 'detect:2']);
+  });
+
+  test('a waiting batch becomes interactive when an interactive call joins it', async () => {
+    const gate = new PriorityGate();
+    const [embedEngine, detectEngine] = [new RowSumSession(), new RowSumSession()];
+    const embed = new BatchedSession(embedEngine, 8, gate);
+    const detect = new BatchedSession(detectEngine, 1, gate);
+    const order: string[] = [];
+    const note = (name: string) => (outputs: Map<string, Float32Tensor>) => order.push(`${name}:${outputs.get('sum')!.data[0]}`);
+    await Promise.all([
+      bulk(detect, 1).then(note('detect')), // runs at once
+      bulk(detect, 2).then(note('detect')), // waits as bulk
+      bulk(embed, 3).then(note('embed')), // waits as bulk
+      interactive(embed, 5).then(note('embed')), // joins the embed waiter: it goes first, with this call alone
+    ]);
+    assert.deepEqual(order, ['detect:1', 'embed:5', 'detect:2', 'embed:3']);
   });
 });

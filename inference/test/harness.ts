@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
 import type { RawPixels } from '../../test/support/image-formats.ts';
-import type { ErrorBody, Prediction } from '../src/contract.ts';
+import { PRIORITY_HEADER, type ErrorBody, type Prediction } from '../src/contract.ts';
 
 const SERVER = path.resolve(import.meta.dirname, '../src/server.ts');
 import { IMAGES_DIR } from '../../test/fixtures/images.ts';
@@ -24,7 +24,8 @@ export type RunningServer = {
   /** The service's process, e.g. to read its memory from /proc. */
   readonly pid: number;
   /** Posts an image with tasks (default "embed") and, if given, the box field as sent. */
-  predict(bytes: Uint8Array, tasks?: string, box?: string): Promise<{ status: number; body: PredictBody }>;
+  /** `priority` is sent as the priority header, as given. */
+  predict(bytes: Uint8Array, tasks?: string, box?: string, priority?: string): Promise<{ status: number; body: PredictBody }>;
   stop(): void;
 };
 
@@ -66,12 +67,13 @@ export async function startServer(env: Record<string, string> = {}): Promise<Run
   return {
     baseUrl,
     pid: child.pid!,
-    async predict(bytes, tasks = 'embed', box) {
+    async predict(bytes, tasks = 'embed', box, priority) {
       const form = new FormData();
       form.set('tasks', tasks);
       form.set('image', new Blob([bytes]), 'upload');
       if (box !== undefined) form.set('box', box);
-      const response = await fetch(`${baseUrl}/predict`, { method: 'POST', body: form });
+      const headers: Record<string, string> = priority === undefined ? {} : { [PRIORITY_HEADER]: priority };
+      const response = await fetch(`${baseUrl}/predict`, { method: 'POST', body: form, headers });
       return { status: response.status, body: (await response.json()) as PredictBody };
     },
     stop: () => child.kill(),

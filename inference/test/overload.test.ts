@@ -47,6 +47,48 @@ describe('INFERENCE_MAX_WAITING', () => {
   });
 });
 
+describe('interactive and bulk predictions', () => {
+  let server: RunningServer;
+  let bytes: Uint8Array;
+  before(async () => {
+    server = await startServer({ INFERENCE_MAX_BATCH: '8', INFERENCE_MAX_BULK: '2', INFERENCE_MAX_BULK_WAITING: '8' });
+    bytes = await readFile(path.join(IMAGES_DIR, 'opencv-doc_plant.jpg'));
+  });
+  after(() => server.stop());
+
+  test('an interactive prediction overtakes the bulk ones waiting before it', async () => {
+    const finished: string[] = [];
+    const send = async (name: string, priority: string) => {
+      const { status } = await server.predict(bytes, 'embed,detect,colors', undefined, priority);
+      assert.equal(status, 200, name);
+      finished.push(name);
+    };
+    const bulk = Array.from({ length: 8 }, (_, i) => send(`bulk ${i}`, 'bulk'));
+    // Sent once the bulk ones are in: two run, six wait.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await Promise.all([...bulk, send('search', 'interactive')]);
+    const position = finished.indexOf('search');
+    assert.ok(position <= 3, `the search finished after ${position} bulk predictions: ${finished.join(', ')}`);
+  });
+
+  test('bulk is refused busy when its line is full, while searches are still served', async () => {
+    const answers = await Promise.all([
+      ...Array.from({ length: 14 }, () => server.predict(bytes, 'embed', undefined, 'bulk')),
+      ...Array.from({ length: 4 }, () => server.predict(bytes, 'embed', undefined, 'interactive')),
+    ]);
+    const bulk = answers.slice(0, 14).map(({ status }) => status);
+    assert.ok(bulk.includes(503), `expected some bulk 503 among ${bulk.join(',')}`);
+    for (const { status, body } of answers.slice(0, 14)) if (status === 503) assert.equal(body.error.code, 'busy');
+    assert.deepEqual(answers.slice(14).map(({ status }) => status), [200, 200, 200, 200]);
+  });
+
+  test('an unknown class: 400 bad_priority', async () => {
+    const { status, body } = await server.predict(bytes, 'embed', undefined, 'urgent');
+    assert.equal(status, 400);
+    assert.equal(body.error.code, 'bad_priority');
+  });
+});
+
 describe('INFERENCE_MAX_BODY_MB', () => {
   let server: RunningServer;
   before(async () => {

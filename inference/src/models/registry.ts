@@ -1,4 +1,6 @@
 import path from 'node:path';
+import { PriorityGate } from '../priority.ts';
+import { BatchedSession } from '../runtime/batched-session.ts';
 import type { ModelSource, Runtime } from '../runtime/runtime.ts';
 import { loadColorsTask } from './colors/colors-task.ts';
 import { CENTERNET_SOURCE } from './detect/centernet.ts';
@@ -37,10 +39,19 @@ export function modelSetFromEnv(env: NodeJS.ProcessEnv = process.env): ModelSet 
   return { detector: detector as DetectorName, labelMapFile, maxBatch };
 }
 
-/** Loads every task's model once on the given runtime; the server keeps them for its lifetime. */
+/**
+ * Loads every task's model once on the given runtime; the server keeps them for its lifetime. Every session runs
+ * through one PriorityGate (priority.ts): the embedder's in batches of up to `maxBatch`, the detector's one image
+ * at a time (its graph takes a batch of one).
+ */
 export async function loadModels(runtime: Runtime, modelSet: ModelSet): Promise<ModelRegistry> {
-  const embedder = await loadEmbedder(runtime, { maxBatch: modelSet.maxBatch });
-  const detect = await loadDetectTask(runtime, embedder, modelSet.labelMapFile, modelSet.detector);
+  const gate = new PriorityGate();
+  const scheduled = (maxBatch: number): Runtime => ({
+    description: runtime.description,
+    load: async (source) => new BatchedSession(await runtime.load(source), maxBatch, gate),
+  });
+  const embedder = await loadEmbedder(scheduled(modelSet.maxBatch));
+  const detect = await loadDetectTask(scheduled(1), embedder, modelSet.labelMapFile, modelSet.detector);
   return new Map<Task, TaskModel>([
     ['embed', embedder],
     ['detect', detect],

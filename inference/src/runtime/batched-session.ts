@@ -1,59 +1,81 @@
+import type { Priority } from '../contract.ts';
+import { currentPriority, PriorityGate } from '../priority.ts';
 import type { Float32Tensor, InferenceSession } from './runtime.ts';
 
 /**
- * Batches concurrent single-image runs of one session into one run with a batch dimension: while a batch runs, new
- * calls queue; when it ends, everything queued (up to `maxBatch`) goes as the next batch. A lone call runs at once,
- * so batching adds no waiting; under load, the engine sees fewer, larger runs (on a GPU, nearly free rows).
- * The session must take a batch of any size along the first dimension and answer one row per input in its
- * outputs' first dimension; calls must agree on the input's shape and the output names.
+ * Schedules and batches the single-image runs of one session. Runs go through the service's one PriorityGate, so
+ * that the engine runs one thing at a time and interactive work first. While a batch waits for the gate or runs,
+ * new calls queue; when the gate lets the queue go, its calls of one class, interactive first, go as one batch of
+ * up to `maxBatch`, never mixed, so that an interactive row never waits for bulk rows to run. A lone call runs at
+ * once, so batching adds no waiting; under load, the engine sees fewer, larger runs (on a GPU, nearly free rows).
+ * With `maxBatch` above 1 the session must take a batch of any size along the first dimension and answer one row
+ * per input in its outputs' first dimension; calls must agree on the input's shape and the output names.
  */
 export class BatchedSession implements InferenceSession {
   readonly #session: InferenceSession;
   readonly #maxBatch: number;
+  readonly #gate: PriorityGate;
   #queue: Pending[] = [];
-  #running = false;
+  /** Whether the queue has a job at the gate, waiting or running. */
+  #scheduled = false;
   /** Sizes of the batches run so far, for measurements and tests. */
   readonly batchSizes: number[] = [];
 
-  constructor(session: InferenceSession, maxBatch: number) {
+  constructor(session: InferenceSession, maxBatch: number, gate = new PriorityGate()) {
     if (!(Number.isInteger(maxBatch) && maxBatch >= 1)) throw new Error(`maxBatch must be a positive integer, got ${maxBatch}`);
     this.#session = session;
     this.#maxBatch = maxBatch;
+    this.#gate = gate;
   }
 
   run(input: Float32Tensor, outputNames: readonly string[]): Promise<Map<string, Float32Tensor>> {
     if (input.shape[0] !== 1) throw new Error(`BatchedSession takes one input at a time, got a batch of ${input.shape[0]}`);
     return new Promise((resolve, reject) => {
-      this.#queue.push({ input, outputNames, resolve, reject });
-      if (!this.#running) void this.#drain();
+      this.#queue.push({ input, outputNames, priority: currentPriority(), resolve, reject });
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        this.#schedule();
+      }
     });
   }
 
-  async #drain(): Promise<void> {
-    this.#running = true;
-    while (this.#queue.length > 0) {
-      const first = this.#queue[0]!;
-      // Only calls of the same shape and outputs share a run; any other waits for the next batch.
-      const batch: Pending[] = [];
-      const rest: Pending[] = [];
-      for (const pending of this.#queue) {
-        (batch.length < this.#maxBatch && sameCall(pending, first) ? batch : rest).push(pending);
-      }
-      this.#queue = rest;
-      this.batchSizes.push(batch.length);
-      try {
-        const outputs = await this.#session.run(stack(batch.map((pending) => pending.input)), first.outputNames);
-        batch.forEach((pending, row) => pending.resolve(rowOf(outputs, row, batch.length)));
-      } catch (error) {
-        for (const pending of batch) pending.reject(error);
-      }
+  /** The class the queue waits as: interactive as soon as one interactive call is in it. */
+  readonly #waitingAs = (): Priority => (this.#queue.some((pending) => pending.priority === 'interactive') ? 'interactive' : 'bulk');
+
+  /**
+   * Waits for the gate, runs the next batch and, with calls left, waits again: that wait is taken while the gate is
+   * still held, so that the gate picks the next job among every waiter, this queue's left calls included.
+   */
+  #schedule(): void {
+    void this.#gate.run(async () => {
+      await this.#runNextBatch(this.#waitingAs());
+      if (this.#queue.length > 0) this.#schedule();
+      else this.#scheduled = false;
+    }, this.#waitingAs);
+  }
+
+  async #runNextBatch(priority: Priority): Promise<void> {
+    const first = this.#queue.find((pending) => pending.priority === priority)!;
+    // Only calls of one class, shape and outputs share a run; any other waits for the next batch.
+    const batch: Pending[] = [];
+    const rest: Pending[] = [];
+    for (const pending of this.#queue) {
+      (batch.length < this.#maxBatch && pending.priority === priority && sameCall(pending, first) ? batch : rest).push(pending);
     }
-    this.#running = false;
+    this.#queue = rest;
+    this.batchSizes.push(batch.length);
+    try {
+      const outputs = await this.#session.run(stack(batch.map((pending) => pending.input)), first.outputNames);
+      batch.forEach((pending, row) => pending.resolve(rowOf(outputs, row, batch.length)));
+    } catch (error) {
+      for (const pending of batch) pending.reject(error);
+    }
   }
 }
 
 type Pending = {
   input: Float32Tensor;
+  priority: Priority;
   outputNames: readonly string[];
   resolve: (outputs: Map<string, Float32Tensor>) => void;
   reject: (error: unknown) => void;

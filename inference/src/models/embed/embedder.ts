@@ -1,7 +1,6 @@
 import type { TaskResult } from '../../contract.ts';
 import type { RgbPixels } from '../../image/decode.ts';
 import type { ImageView } from '../../image/view.ts';
-import { BatchedSession } from '../../runtime/batched-session.ts';
 import type { InferenceSession, Runtime } from '../../runtime/runtime.ts';
 import type { TaskModel } from '../task-model.ts';
 import { MOBILENET_V2_INPUT_SIZE, MOBILENET_V2_NODES, MOBILENET_V2_SOURCE, mirrorInput, toMobileNetV2Input } from './mobilenet-v2.ts';
@@ -61,12 +60,11 @@ export class Embedder implements TaskModel {
 }
 
 /**
- * Loads the embedder. With `maxBatch` above 1, concurrent embeddings (several
- * requests', or one image's object crops) share engine runs of up to that many.
+ * Loads the embedder. On a scheduled runtime (models/registry.ts) concurrent embeddings (several requests', or one
+ * image's views and object crops) share engine runs.
  */
-export async function loadEmbedder(runtime: Runtime, { maxBatch = 1 }: { maxBatch?: number } = {}): Promise<Embedder> {
-  const session = await runtime.load(MOBILENET_V2_SOURCE);
-  const embedder = new Embedder(maxBatch > 1 ? new BatchedSession(session, maxBatch) : session);
+export async function loadEmbedder(runtime: Runtime): Promise<Embedder> {
+  const embedder = new Embedder(await runtime.load(MOBILENET_V2_SOURCE));
   // The first run initialises every kernel; pay for that before serving.
   await embedder.embed(greyPixels(MOBILENET_V2_INPUT_SIZE));
   return embedder;
