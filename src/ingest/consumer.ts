@@ -3,7 +3,7 @@ import type { Env } from '../env';
 import { DATA_ERRORS, type DataError } from '../http/messages';
 import { hasSupportedDimensions, probeImage } from '../images/probe';
 import { inference } from '../ports/inference';
-import { UndecodableImageError, type Prediction } from '../ports/inference/types';
+import { InferenceBusyError, UndecodableImageError, type Prediction } from '../ports/inference/types';
 import { imageBlobKey, putImageBlob } from '../storage/blobs';
 import { applyVersion, mergeImageMetadata } from '../storage/images';
 import { deleteRetiredSoon } from '../storage/retired';
@@ -27,6 +27,8 @@ class ItemRejected extends Error {
 /** Not yet: the item is sent again after DEFER_SECONDS, without counting as a failure. */
 class ItemDeferred extends Error {}
 const DEFER_SECONDS = 5;
+/** The longest wait between tries of an item the inference service keeps refusing as busy. */
+const MAX_BUSY_DELAY_SECONDS = 60;
 
 /**
  * Download, check, store, embed, detect, measure colours and index one image as a new version under the item's
@@ -48,7 +50,7 @@ async function ingest(env: Env, item: PendingItem & { imUrl: string }): Promise<
 
   let prediction: Prediction;
   try {
-    prediction = await inference(env).predict(bytes, ['embed', 'detect', 'colors']);
+    prediction = await inference(env).predict(bytes, ['embed', 'detect', 'colors'], { priority: 'bulk' });
   } catch (error) {
     if (error instanceof UndecodableImageError) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
     throw error;
@@ -95,6 +97,19 @@ async function updateMetadata(env: Env, item: PendingItem): Promise<void> {
   await settleItem(env.DB, item.transId, item.index, { state: 'done' });
 }
 
+/**
+ * How long an item waits before its next try when it must wait rather than fail: a metadata update behind an
+ * earlier insert, or an insert the inference service refused as busy (searches go first), backing off while the
+ * service stays busy. `busy` counts those refusals.
+ */
+function waitBeforeNextTry(error: unknown, busy: number): { delaySeconds: number; busy: number } | undefined {
+  if (error instanceof ItemDeferred) return { delaySeconds: DEFER_SECONDS, busy };
+  if (error instanceof InferenceBusyError) {
+    return { delaySeconds: Math.min(MAX_BUSY_DELAY_SECONDS, error.retryAfterSeconds * 2 ** busy), busy: busy + 1 };
+  }
+  return undefined;
+}
+
 async function handle(env: Env, message: Message<InsertMessage>): Promise<void> {
   const { transId, index } = message.body;
   const item = await getPendingItem(env.DB, transId, index);
@@ -108,9 +123,10 @@ async function handle(env: Env, message: Message<InsertMessage>): Promise<void> 
     else await ingest(env, { ...item, imUrl: item.imUrl });
     message.ack();
   } catch (error) {
-    if (error instanceof ItemDeferred) {
+    const wait = waitBeforeNextTry(error, message.body.busy ?? 0);
+    if (wait) {
       // Waiting is not failing: a new message, so that the wait spends none of this one's deliveries.
-      await sendInsertMessages(env.INSERT_QUEUE, [{ transId, index }], { delaySeconds: DEFER_SECONDS });
+      await sendInsertMessages(env.INSERT_QUEUE, [{ transId, index, busy: wait.busy }], { delaySeconds: wait.delaySeconds });
       message.ack();
       return;
     }

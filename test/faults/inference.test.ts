@@ -80,9 +80,23 @@ describe('inserts', () => {
     expect(status).toMatchObject({ processed_percent: 100, success_count: 0, fail_count: 1 });
     expect(status.error_list).toEqual([{ im_name: IMAGES[0], error_code: 500, error_message: SYSTEM_ERROR }]);
     expect(await imageRows(app)).toBe(0);
-    // 5 deliveries (max_retries = 4 in wrangler.toml), each calling inference twice (one retry within the call).
-    expect((await predictions()) - before).toBe(10);
+    // 5 deliveries (max_retries = 4 in wrangler.toml), each calling inference once: an insert is retried by its queue.
+    expect((await predictions()) - before).toBe(5);
   });
+
+  it('wait, never fail, while the service refuses them as busy: more refusals than deliveries allow, then done', async () => {
+    const app = await createApp('busy');
+    await fault('mode/busy');
+    const before = await predictions();
+    const transId = await insertImages(app, IMAGES.slice(0, 1));
+    // Refusals back off from the service's Retry-After of 1 s: 1, 2, 4, 8 s between the first six.
+    while ((await predictions()) - before < 6) await sleep(250);
+    expect(await processedPercent(app, transId)).toBe(0);
+    await fault('mode/pass');
+
+    const status = await waitForTransaction(app, transId, 60_000);
+    expect(status).toMatchObject({ processed_percent: 100, success_count: 1, fail_count: 0 });
+  }, 120_000);
 
   it('are retried, not failed as bad images, while the service answers garbage', async () => {
     const app = await createApp('garbage');

@@ -14,7 +14,7 @@ export type FaultMode = (typeof FAULT_MODES)[number];
  * The real inference service behind a proxy that the fault tests steer, so that the Worker meets each fault for
  * real. The Worker's INFERENCE_URL is the proxy; control calls (from the tests, over loopback):
  * - `POST /__faults/mode/<mode>`: `pass` forwards; `hang` accepts and never answers; `garbage` answers 200 with a
- *   body that is not a prediction; `busy` answers 503 as the overloaded service does;
+ *   body that is not a prediction; `busy` answers 503 with `Retry-After: 1` as the overloaded service does;
  * - `POST /__faults/inference/stop` and `.../start`: kills the service process (SIGKILL) or starts it again on
  *   its port; while it is down the proxy drops each call's connection, as a dead host would;
  * - `GET /__faults/predictions`: /predict calls the proxy received so far.
@@ -53,7 +53,7 @@ export async function startFaultyInference(options: { proxyPort: number; inferen
     if (mode === 'hang') hanging.add(response);
     else if (mode === 'garbage') request.resume().on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{"image": nul'));
     else if (mode === 'busy') {
-      request.resume().on('end', () => response.writeHead(503, { 'content-type': 'application/json' }).end('{"error":{"code":"busy","message":"Too many predictions are waiting; retry shortly."}}'));
+      request.resume().on('end', () => response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end('{"error":{"code":"busy","message":"Too many predictions are waiting; retry shortly."}}'));
     }
     return mode !== 'pass';
   };

@@ -11,6 +11,7 @@ export type {
   PaletteColor,
   Prediction,
   PredictOptions,
+  Priority,
   RawDetection,
   Task,
 } from '../../../inference/src/contract';
@@ -31,6 +32,17 @@ export class UndecodableImageError extends Error {
 /** The service is down, slow or broken: worth retrying later. */
 export class InferenceUnavailableError extends Error {
   override name = 'InferenceUnavailableError';
+}
+
+/** The service refused the prediction as busy, before reading it: worth retrying after `retryAfterSeconds`. */
+export class InferenceBusyError extends InferenceUnavailableError {
+  override name = 'InferenceBusyError';
+  readonly retryAfterSeconds: number;
+
+  constructor(message: string, retryAfterSeconds: number) {
+    super(message);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
 }
 
 /** The region asked for lies outside the image. */
