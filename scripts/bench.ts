@@ -10,7 +10,8 @@ import { IMAGES_DIR } from '../test/fixtures/images.ts';
 import { startFixtureServer } from '../test/support/fixture-server.ts';
 import { freePort } from '../test/support/free-port.ts';
 import type { AdminConfig } from './lib/admin-client.ts';
-import { createApplication, INSERT_BATCH, insertForm, waitForInsert } from './lib/api-client.ts';
+import { createApplication, INSERT_BATCH, insertForm, waitForInsert, type AuthHeader } from './lib/api-client.ts';
+import { latencyOf, type Latency } from './lib/latency.ts';
 import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
 import { processKind, sampleMemory, type Memory } from './lib/memory.ts';
 import { ROOT } from './lib/wrangler-env.ts';
@@ -41,6 +42,14 @@ const SEARCH_OUT = path.join(ROOT, '.local/bench-search.json');
 const CONSUMER_BATCH = 10;
 const SEARCH_BUDGET_MS = 50;
 const THROUGHPUT_TARGET = 0.8;
+/** Issue 19: /uploadsearch during an ingest against idle, p50 and p95; idle against the raw prediction; inserts while searching. */
+const DURING_INGEST_P50_RATIO = 1.3;
+const DURING_INGEST_P95_RATIO = 1.5;
+const IDLE_TO_RAW_RATIO = 1.5;
+const INSERT_WHILE_SEARCHING_TARGET = 0.8;
+/** The search bench's query image (test/bench/search.bench-run.ts): the detector finds nothing in it. */
+const CONTENTION_QUERY = 'skimage_chelsea.jpg';
+const CONTENTION_SAMPLES = 30;
 
 /** Runs `task` on each item, at most `concurrency` at a time. */
 async function pool<T>(items: T[], concurrency: number, task: (item: T) => Promise<void>): Promise<void> {
@@ -87,13 +96,9 @@ async function rawThroughput(stack: LocalStack, files: string[]): Promise<Throug
 }
 
 /** The images inserted through /insert, from the first call until every transaction reports 100 %. */
-async function insertThroughput(stack: LocalStack, admin: AdminConfig, files: string[], copies: number): Promise<InsertThroughput> {
-  const auth = await createApplication(admin, 'bench');
-  const imagesPort = await freePort();
-  const images = await startFixtureServer(imagesPort);
-  const items = Array.from({ length: copies }, (_, copy) => files.map((file) => ({ name: `${copy}-${file}`, url: `http://127.0.0.1:${imagesPort}/images/${file}` }))).flat();
-  try {
-    const started = performance.now();
+async function insertThroughput(stack: LocalStack, auth: AuthHeader, images: ImageServer, prefix: string): Promise<InsertThroughput> {
+  const items = Array.from({ length: images.copies }, (_, copy) => images.files.map((file) => ({ name: `${prefix}${copy}-${file}`, url: `${images.url}/${file}` }))).flat();
+  const started = performance.now();
     const transactions: number[] = [];
     for (let start = 0; start < items.length; start += INSERT_BATCH) {
       const response = await fetch(`${stack.baseUrl}/insert`, { method: 'POST', headers: auth, body: insertForm(items.slice(start, start + INSERT_BATCH)) });
@@ -104,17 +109,112 @@ async function insertThroughput(stack: LocalStack, admin: AdminConfig, files: st
     const errors: InsertThroughput['errors'] = [];
     for (const transId of transactions) {
       const status = await waitForInsert(stack.baseUrl, auth, transId, { pollMs: 100, timeoutMs: 3_600_000 });
-      errors.push(...status.error_list.map(({ im_name, error_code }) => ({ im_name, error_code })));
+      errors.push(...status.error_list.map(({ im_name, error_code }) => ({ im_name, error_code: Number(error_code) })));
     }
     const seconds = (performance.now() - started) / 1000;
     return { images: items.length, failed: errors.length, errors, seconds, imagesPerSecond: (items.length - errors.length) / seconds };
-  } finally {
-    images.closeAllConnections();
-    images.close();
-  }
 }
 
-async function measureThroughput(): Promise<{ raw: Throughput; insert: InsertThroughput; ratio: number; memory: Record<string, Memory> }> {
+/** The shared test images over HTTP, each inserted `copies` times under different names. */
+type ImageServer = { url: string; files: string[]; copies: number };
+
+/** The Worker's step timings of one answer, from its Server-Timing header (`inference;dur=93.1, index;dur=12`). */
+function serverTiming(response: Response): Record<string, number> {
+  const steps: Record<string, number> = {};
+  for (const entry of (response.headers.get('server-timing') ?? '').split(',')) {
+    const [name, ...fields] = entry.trim().split(';');
+    const duration = fields.find((field) => field.startsWith('dur='));
+    if (name && duration) steps[name] = Number(duration.slice(4));
+  }
+  return steps;
+}
+
+type Timed = { ms: number; steps: Record<string, number> };
+
+/** One /uploadsearch of the query image; the answer must be OK. */
+async function uploadSearch(stack: LocalStack, auth: AuthHeader, query: Uint8Array): Promise<Timed> {
+  const form = new FormData();
+  form.set('image', new Blob([query]), 'query.jpg');
+  const started = performance.now();
+  const response = await fetch(`${stack.baseUrl}/uploadsearch`, { method: 'POST', headers: auth, body: form });
+  const body = (await response.json()) as { status: string; error: unknown[] };
+  const ms = performance.now() - started;
+  if (body.status !== 'OK') throw new Error(`/uploadsearch answered ${JSON.stringify(body.error)}`);
+  return { ms, steps: serverTiming(response) };
+}
+
+/** One `embed,detect` of the query image straight to the inference service, as a search asks it. */
+async function rawPrediction(stack: LocalStack, query: Uint8Array): Promise<Timed> {
+  const started = performance.now();
+  const response = await fetch(`${stack.inferenceUrl}/predict`, { method: 'POST', body: predictForm(query, ['embed', 'detect']), headers: { authorization: `Bearer ${stack.inferenceSecret}` } });
+  await response.arrayBuffer();
+  if (!response.ok) throw new Error(`/predict answered ${response.status}`);
+  return { ms: performance.now() - started, steps: {} };
+}
+
+/** Calls `request` `times` times one after another, after a warm-up. */
+async function timed(times: number, request: () => Promise<Timed>): Promise<Timed[]> {
+  for (let i = 0; i < 3; i++) await request();
+  const samples: Timed[] = [];
+  for (let i = 0; i < times; i++) samples.push(await request());
+  return samples;
+}
+
+/** Calls `request` back to back, from `clients` clients at once, until `done` settles. */
+async function backToBack(clients: number, done: Promise<unknown>, request: () => Promise<Timed>): Promise<Timed[]> {
+  let finished = false;
+  void done.finally(() => (finished = true));
+  const samples: Timed[] = [];
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (!finished) samples.push(await request());
+    }),
+  );
+  return samples;
+}
+
+/** The mean of each Server-Timing step over the samples. */
+function meanSteps(samples: Timed[]): Record<string, number> {
+  const sums: Record<string, number> = {};
+  for (const { steps } of samples) for (const [name, ms] of Object.entries(steps)) sums[name] = (sums[name] ?? 0) + ms;
+  return Object.fromEntries(Object.entries(sums).map(([name, sum]) => [name, sum / samples.length]));
+}
+
+type Contention = {
+  queryImage: string;
+  raw: Latency;
+  idle: Latency & { steps: Record<string, number> };
+  duringIngest: Latency & { steps: Record<string, number> };
+  insertWhileSearching: InsertThroughput & { searches: number };
+};
+
+/**
+ * Searches and inserts at once (issue 19), within one run on the insert run's stack: the query image's raw
+ * `embed,detect` (the floor); /uploadsearch idle; /uploadsearch back to back while a fresh copy of the images is
+ * inserted; and inserts while two clients search back to back.
+ */
+async function measureContention(stack: LocalStack, admin: AdminConfig, auth: AuthHeader, images: ImageServer): Promise<Contention> {
+  const query = new Uint8Array(await readFile(path.join(IMAGES_DIR, CONTENTION_QUERY)));
+  console.log(`Search latency against inserts: ${CONTENTION_QUERY}, raw and idle...`);
+  const raw = latencyOf((await timed(CONTENTION_SAMPLES, () => rawPrediction(stack, query))).map(({ ms }) => ms));
+  const idleSamples = await timed(CONTENTION_SAMPLES, () => uploadSearch(stack, auth, query));
+  console.log(`... while ${images.files.length * images.copies} images are inserted...`);
+  const ingest = insertThroughput(stack, await createApplication(admin, 'bench-ingest'), images, 'ingest-');
+  const duringSamples = await backToBack(1, ingest, () => uploadSearch(stack, auth, query));
+  await ingest;
+  console.log('... and inserts while two clients search back to back...');
+  const searched = insertThroughput(stack, await createApplication(admin, 'bench-searched'), images, 'searched-');
+  const searches = await backToBack(2, searched, () => uploadSearch(stack, auth, query));
+  return {
+    queryImage: CONTENTION_QUERY,
+    raw,
+    idle: { ...latencyOf(idleSamples.map(({ ms }) => ms)), steps: meanSteps(idleSamples) },
+    duringIngest: { ...latencyOf(duringSamples.map(({ ms }) => ms)), steps: meanSteps(duringSamples) },
+    insertWhileSearching: { ...(await searched), searches: searches.length },
+  };
+}
+
+async function measureThroughput(): Promise<{ raw: Throughput; insert: InsertThroughput; ratio: number; contention: Contention; memory: Record<string, Memory> }> {
   const persistTo = path.join(ROOT, '.wrangler/bench-state');
   rmSync(persistTo, { recursive: true, force: true });
   const admin: AdminConfig = { baseUrl: '', token: 'bench-admin-token' };
@@ -122,23 +222,27 @@ async function measureThroughput(): Promise<{ raw: Throughput; insert: InsertThr
   const stack = await startLocalStack({ port, inferencePort, adminToken: admin.token, persistTo });
   admin.baseUrl = stack.baseUrl;
   const memory = sampleMemory(process.pid, processKind);
+  const imagesPort = await freePort();
+  const fixtures = await startFixtureServer(imagesPort);
   try {
-    const files = imageFiles();
-    const copies = Number(args.copies);
-    console.log(`Insert throughput: ${files.length * copies} images through /insert and the queue...`);
-    const insert = await insertThroughput(stack, admin, files, copies);
+    const images: ImageServer = { url: `http://127.0.0.1:${imagesPort}/images`, files: imageFiles(), copies: Number(args.copies) };
+    console.log(`Insert throughput: ${images.files.length * images.copies} images through /insert and the queue...`);
+    const auth = await createApplication(admin, 'bench');
+    const insert = await insertThroughput(stack, auth, images, '');
     // The images the Worker refused (too small, ...) never reach inference: the raw run leaves them out too.
     const refused = new Set(insert.errors.map(({ im_name }) => im_name));
-    const accepted = Array.from({ length: copies }, (_, copy) => files.filter((file) => !refused.has(`${copy}-${file}`))).flat();
+    const accepted = Array.from({ length: images.copies }, (_, copy) => images.files.filter((file) => !refused.has(`${copy}-${file}`))).flat();
     console.log(`Raw inference throughput: ${accepted.length} images to /predict, ${CONSUMER_BATCH} at a time...`);
     const raw = await rawThroughput(stack, accepted);
-    return { raw, insert, ratio: insert.imagesPerSecond / raw.imagesPerSecond, memory: memory.stop() };
+    const contention = await measureContention(stack, admin, auth, images);
+    return { raw, insert, ratio: insert.imagesPerSecond / raw.imagesPerSecond, contention, memory: memory.stop() };
   } finally {
+    fixtures.closeAllConnections();
+    fixtures.close();
     stack.stop();
   }
 }
 
-type Latency = { requests: number; p50: number; p95: number; mean: number };
 type SearchRun = { queryImage: string; results: { size: number; fillSeconds: number; search: Latency; uploadsearch: Latency }[] };
 
 /** `vitest.bench.config.ts` in workerd with the real bindings: synthetic collections, the Worker's own routes. */
@@ -184,6 +288,32 @@ async function main(): Promise<void> {
     'insert through the queue, to 100 %',
     `${insert.imagesPerSecond.toFixed(2)} images/s (${insert.images - insert.failed} of ${insert.images} in ${insert.seconds.toFixed(1)} s), ${(ratio * 100).toFixed(0)} % of raw`,
     `>= ${THROUGHPUT_TARGET * 100} % of raw: ${meets(ratio >= THROUGHPUT_TARGET)}`,
+  ]);
+  const { contention } = throughput;
+  const { idle, duringIngest, insertWhileSearching } = contention;
+  const steps = (timings: Record<string, number>): string =>
+    Object.entries(timings)
+      .filter(([name]) => name !== 'total')
+      .map(([name, value]) => `${name} ${value.toFixed(0)}`)
+      .join(', ');
+  const p50Ratio = duringIngest.p50 / idle.p50;
+  const p95Ratio = duringIngest.p95 / idle.p95;
+  rows.push([`raw embed,detect of ${contention.queryImage}, idle (p50 / p95)`, `${ms(contention.raw.p50)} / ${ms(contention.raw.p95)}`, '']);
+  rows.push([
+    '/uploadsearch idle (p50 / p95; Worker steps, mean ms)',
+    `${ms(idle.p50)} / ${ms(idle.p95)}; ${steps(idle.steps)}; p50 ${(idle.p50 / contention.raw.p50).toFixed(2)}x raw`,
+    `p50 <= ${IDLE_TO_RAW_RATIO}x raw: ${meets(idle.p50 <= IDLE_TO_RAW_RATIO * contention.raw.p50)}`,
+  ]);
+  rows.push([
+    `/uploadsearch during a ${insert.images}-image ingest (p50 / p95; ratio to idle)`,
+    `${ms(duringIngest.p50)} / ${ms(duringIngest.p95)} (${duringIngest.requests} searches); ${p50Ratio.toFixed(2)}x / ${p95Ratio.toFixed(2)}x`,
+    `<= ${DURING_INGEST_P50_RATIO}x / ${DURING_INGEST_P95_RATIO}x: ${meets(p50Ratio <= DURING_INGEST_P50_RATIO && p95Ratio <= DURING_INGEST_P95_RATIO)}`,
+  ]);
+  const searchingRatio = insertWhileSearching.imagesPerSecond / insert.imagesPerSecond;
+  rows.push([
+    'insert while two clients search back to back',
+    `${insertWhileSearching.imagesPerSecond.toFixed(2)} images/s (${insertWhileSearching.searches} searches meanwhile), ${(searchingRatio * 100).toFixed(0)} % of alone`,
+    `>= ${INSERT_WHILE_SEARCHING_TARGET * 100} % of alone: ${meets(searchingRatio >= INSERT_WHILE_SEARCHING_TARGET)}`,
   ]);
   for (const { size, search: byName, uploadsearch } of search.results) {
     const budget = size === 10_000 ? `p95 < ${SEARCH_BUDGET_MS} ms: ${meets(byName.p95 < SEARCH_BUDGET_MS)}` : '';

@@ -5,6 +5,7 @@ import { seededRandom } from '../inference/src/random.ts';
 import { IMAGES_DIR, startFixtureServer } from '../test/support/fixture-server.ts';
 import { freePort } from '../test/support/free-port.ts';
 import { createApplication, insertForm, waitForInsert, type AuthHeader, type InsertStatus } from './lib/api-client.ts';
+import { quantile } from './lib/latency.ts';
 import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
 import { ROOT } from './lib/wrangler-env.ts';
 
@@ -163,8 +164,6 @@ async function lostImages(baseUrl: string, auth: AuthHeader, accepted: { transId
 }
 
 type Row = { operation: string; calls: number; ok: number; busy: number; errors: number; perSecond: number; p50: number; p95: number };
-
-const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 
 function row(operation: string, samples: Sample[], seconds: number): Row {
   const ok = samples.filter((sample) => sample.outcome === 'ok');

@@ -1,4 +1,5 @@
 import { Hono } from 'hono';
+import { timing } from 'hono/timing';
 import type { AppEnv } from './env';
 import { browserCors } from './http/cors';
 import { notFound, onError, requestId, requestLog } from './http/middleware';
@@ -12,7 +13,8 @@ import { searchRoutes } from './routes/search';
 
 export const app = new Hono<AppEnv>();
 
-app.use('*', requestId, requestLog);
+// Server-Timing on every answer: the upload searches name their steps (inference, index, keep), for callers and the bench.
+app.use('*', requestId, requestLog, timing({ totalDescription: 'Worker' }));
 // The endpoints that admit an app key (authenticate({ allowAppKey: true })) are the ones browsers call.
 for (const path of ['/search', '/recommendation', '/uploadsearch', '/discoversearch', '/colorsearch', '/image']) app.use(path, browserCors);
 app.onError(onError);

@@ -1,3 +1,4 @@
+import type { TimingVariables } from 'hono/timing';
 import type { LocalVectorIndex } from './ports/vector-index/local';
 import type { InsertMessage } from './ingest/message';
 import type { AppRecord } from './storage/apps';
@@ -43,7 +44,7 @@ export interface Env {
 }
 
 /** Per-request values set by middleware. */
-export interface Variables {
+export interface Variables extends TimingVariables {
   reqid: string;
   /** The spec's `method` field of this endpoint's envelope. */
   method: string;

@@ -8,7 +8,7 @@ import type { ModelRegistry } from './models/registry.ts';
 import type { ConcurrencyLimit } from './concurrency-limit.ts';
 
 /**
- * Decodes the image once, then runs every asked task on it, in order, within
+ * Decodes the image once, then runs every asked task on it, side by side, within
  * the service's limit of predictions in flight. With both detect and colors
  * asked, each detected object also gets the palette of its box.
  */
@@ -37,10 +37,14 @@ async function runTasks<T extends Task>(bytes: Uint8Array, tasks: readonly T[], 
   }
   const colors = (tasks as readonly Task[]).includes('colors') ? models.get('colors') : undefined;
   const objectColors = colors instanceof ColorsTask ? (crop: ImageView) => colors.palette(crop) : undefined;
-  for (const task of tasks) {
-    const model = models.get(task);
-    if (!model) throw new Error(`no model loaded for task ${task}`);
-    answer[task] = model instanceof DetectTask ? await model.predict(view, { objectColors, external: detections }) : await model.predict(view);
-  }
+  // Side by side: one task's pre-processing (resizing, on libuv's threads) overlaps another's engine run.
+  const results = await Promise.all(
+    tasks.map((task) => {
+      const model = models.get(task);
+      if (!model) throw new Error(`no model loaded for task ${task}`);
+      return model instanceof DetectTask ? model.predict(view, { objectColors, external: detections }) : model.predict(view);
+    }),
+  );
+  tasks.forEach((task, index) => (answer[task] = results[index]!));
   return answer as Prediction<T>;
 }

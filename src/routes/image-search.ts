@@ -1,5 +1,6 @@
 import { Hono, type Context } from 'hono';
 import { createFactory } from 'hono/factory';
+import { wrapTime } from 'hono/timing';
 import { authenticate } from '../auth/middleware';
 import type { AppEnv } from '../env';
 import { endpoint } from '../http/middleware';
@@ -29,8 +30,9 @@ const factory = createFactory<AppEnv>();
 
 
 /**
- * What both upload searches do first: read and check the parameters, then resolve, analyse and keep the query
- * image. Parameters are checked before anything is downloaded or processed, and nothing is kept for a refused image.
+ * What both upload searches do first: read and check the parameters, then resolve, analyse and start keeping the
+ * query image. Parameters are checked before anything is downloaded or processed, and nothing is kept for a refused
+ * image.
  */
 async function prepare(c: Context<AppEnv>, endpoint: { limitName: 'limit' | 'result_limit'; allowPoints: boolean }) {
   const { params, app } = c.var;
@@ -44,23 +46,24 @@ async function prepare(c: Context<AppEnv>, endpoint: { limitName: 'limit' | 'res
   const detection = readParam(params, DETECTION, 'detection');
   await requireCollection(c.env.DB, app.id);
 
-  const query = await resolveQueryImage(c.env, app.id, params);
-  const analysis = await analyzeQuery(c.env, query, region);
-  await keepQueryImage(c.env, app.id, query);
+  const query = await wrapTime(c, 'image', resolveQueryImage(c.env, app.id, params));
+  const analysis = await wrapTime(c, 'inference', analyzeQuery(c.env, query, region));
   const mode = detectionMode(detection, analysis.types);
+  // Kept while the index is searched (each route awaits both): the answer still names an im_id that is there.
+  const kept = wrapTime(c, 'keep', keepQueryImage(c.env, app.id, query));
   const search = (vector: number[], objectType: string | undefined) =>
     searchSimilar(c.env, { appId: app.id, space: 'visual', vector, objectType }, options);
-  return { options, paging: options.paging, region, sensitivity, query, analysis, mode, search };
+  return { options, paging: options.paging, region, sensitivity, query, analysis, mode, search, kept };
 }
 
 /** Search by image (spec 4.5): the primary object (or the object at a point, or the box) is searched. */
 const uploadSearch = factory.createHandlers(endpoint('uploadsearch', { failureFields: emptySearchPage }), authenticate({ allowAppKey: true }), searchQuota, async (c) => {
-  const { options, paging, region, sensitivity, query, analysis, mode, search } = await prepare(c, { limitName: 'limit', allowPoints: false });
+  const { options, paging, region, sensitivity, query, analysis, mode, search, kept } = await prepare(c, { limitName: 'limit', allowPoints: false });
   const point = region.kind === 'points' ? region.points[0] : undefined;
   const detected = point ? [objectAt(analysis.objects, mode, point)].filter((object) => object !== undefined) : keptObjects(analysis.objects, mode, sensitivity);
   const primary: DetectedObject | undefined = detected[0];
 
-  const page = await search(primary?.embedding ?? analysis.region.embedding, primary?.type);
+  const [page] = await Promise.all([wrapTime(c, 'index', search(primary?.embedding ?? analysis.region.embedding, primary?.type)), kept]);
   return c.json({
     status: 'OK',
     method: 'uploadsearch',
@@ -79,7 +82,7 @@ const uploadSearch = factory.createHandlers(endpoint('uploadsearch', { failureFi
 /** Multiple product search (spec 4.6): every detected object (or the object at each point) gets its own results. */
 const discoverSearch = factory.createHandlers(endpoint('discoversearch', { failureFields: noObjects }), authenticate({ allowAppKey: true }), searchQuota, async (c) => {
   const detectionLimit = readParam(c.var.params, DETECTION, 'detection_limit');
-  const { options, paging, region, sensitivity, query, analysis, mode, search } = await prepare(c, {
+  const { options, paging, region, sensitivity, query, analysis, mode, search, kept } = await prepare(c, {
     limitName: 'result_limit',
     allowPoints: true,
   });
@@ -96,12 +99,13 @@ const discoverSearch = factory.createHandlers(endpoint('discoversearch', { failu
     targets = objects.map((object) => ({ object, objectType: object.type }));
   }
 
-  const objects = await Promise.all(
+  const searching = Promise.all(
     targets.map(async ({ object, objectType }) => {
       const page = await search(object.embedding, objectType);
       return { ...describeObject(object), ...page };
     }),
   );
+  const [objects] = await Promise.all([wrapTime(c, 'index', searching), kept]);
   return c.json({
     status: 'OK',
     method: 'discoversearch',

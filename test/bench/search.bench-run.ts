@@ -3,6 +3,7 @@ import { inject, it } from 'vitest';
 import { inference } from '../../src/ports/inference';
 import { imageVectors } from '../../src/storage/vectors';
 import { formatTimestamp } from '../../src/time';
+import { latencyOf, type Latency } from '../../scripts/lib/latency';
 import { basicAuth, call, createApp, imageBytes, uploadsearch, type Credentials } from '../worker/helpers';
 
 /**
@@ -62,8 +63,6 @@ async function fill(appId: string, dimensions: number, from: number, to: number)
   }
 }
 
-type Latency = { requests: number; p50: number; p95: number; mean: number };
-
 /** Times `request` `times` times, one after another, after a warm-up; each answer must be a full page. */
 async function latency(times: number, request: (i: number) => Promise<{ status: number; total: number }>): Promise<Latency> {
   for (let i = 0; i < WARM_UP; i++) await request(i);
@@ -74,9 +73,7 @@ async function latency(times: number, request: (i: number) => Promise<{ status: 
     samples.push(performance.now() - started);
     if (status !== 200 || total === 0) throw new Error(`request ${i} answered ${status} with ${total} results`);
   }
-  samples.sort((a, b) => a - b);
-  const at = (q: number): number => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!;
-  return { requests: times, p50: at(0.5), p95: at(0.95), mean: samples.reduce((sum, ms) => sum + ms, 0) / times };
+  return latencyOf(samples);
 }
 
 const searchByName = (app: Credentials, size: number) => async (i: number) => {
