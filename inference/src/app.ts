@@ -10,7 +10,7 @@ import { ApiError } from './errors.ts';
 import { ImageDecodeError } from './image/decode.ts';
 import type { ModelRegistry } from './models/registry.ts';
 import { predict } from './predict.ts';
-import { withPriority } from './priority.ts';
+import { serve } from './priority.ts';
 import { SaturatedError, type ByteBudget, type BytesHeld, type ConcurrencyLimit } from './concurrency-limit.ts';
 
 /** The most one request body may hold. */
@@ -53,7 +53,7 @@ export function createApp(state: ServiceState): Hono {
     try {
       const { image, tasks, box, detections } = await readForm(c.req.raw, held);
       const bytes = new Uint8Array(await image.arrayBuffer());
-      return c.json(await withPriority(priority, () => predict(bytes, tasks, models, inFlight, { box, detections })));
+      return c.json(await serve(priority, () => predict(bytes, tasks, models, inFlight, { box, detections })));
     } finally {
       held.release();
     }

@@ -6,10 +6,11 @@ import { ColorsTask } from './models/colors/colors-task.ts';
 import { DetectTask } from './models/detect/detect-task.ts';
 import type { ModelRegistry } from './models/registry.ts';
 import type { ConcurrencyLimit } from './concurrency-limit.ts';
+import { IMAGE_WORK } from './priority.ts';
 
 /**
  * Decodes the image once, then runs every asked task on it, side by side, within
- * the service's limit of predictions in flight. With both detect and colors
+ * the limit of predictions in flight of the caller's class (priority.ts). With both detect and colors
  * asked, each detected object also gets the palette of its box.
  */
 export async function predict<T extends Task>(
@@ -23,7 +24,7 @@ export async function predict<T extends Task>(
 }
 
 async function runTasks<T extends Task>(bytes: Uint8Array, tasks: readonly T[], models: ModelRegistry, { box, detections }: PredictOptions): Promise<Prediction<T>> {
-  const image = await decodeImage(bytes);
+  const image = await IMAGE_WORK.run(() => decodeImage(bytes));
   // Filled task by task: the tasks asked are the keys the answer's type promises.
   const answer: Record<string, object> = { image: { width: image.width, height: image.height, format: image.format } };
   let view = wholeImage(image);

@@ -1,40 +1,116 @@
 /**
- * Interactive work first (contract.ts, PRIORITIES): a request's class travels with its async context down to the
- * engine, where one PriorityGate lets a single run go at a time, interactive runs before waiting bulk ones. An
- * engine run executes on the JavaScript thread (onnxruntime-node and tfjs-wasm alike), so one at a time costs no
- * throughput; it only decides who goes next, and an interactive step waits for at most the bulk step running.
+ * Interactive work first (contract.ts, PRIORITIES). A request's class travels with its async context to the two
+ * places where predictions meet: the engine (one PriorityGate per model set, one run at a time, as runs execute on
+ * the JavaScript thread anyway) and image work (decoding and resizing on libuv's threads, IMAGE_WORK, one job a
+ * core). At both, a waiting interactive job goes first; and while an interactive prediction is under way (serve),
+ * bulk jobs hold still, so that a search shares the cores with at most the bulk jobs already running, not with the
+ * queue of every insert in flight. So that a steady stream of searches cannot starve inserts, each gate lets one
+ * bulk job go every BULK_PAUSE_MS all the same.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { availableParallelism } from 'node:os';
 import type { Priority } from './contract.ts';
 
 const context = new AsyncLocalStorage<Priority>();
 
-/** Runs `job` (and everything it starts) as work of `priority`. */
-export const withPriority = <T>(priority: Priority, job: () => T): T => context.run(priority, job);
-
 /** The class of the work running now; interactive outside any request. */
 export const currentPriority = (): Priority => context.getStore() ?? 'interactive';
 
-/** One job at a time; the next is the first waiting interactive job, else the first waiting one. */
+/** Runs `job` (and everything it starts) as work of `priority`. */
+export const withPriority = <T>(priority: Priority, job: () => T): T => context.run(priority, job);
+
+/** While interactive work is under way, each gate lets one bulk job go at most this often. */
+export const BULK_PAUSE_MS = 300;
+
+let interactiveUnderWay = 0;
+const gates = new Set<PriorityGate>();
+
+/** Runs a whole prediction as work of `priority`: while interactive ones are under way, bulk jobs hold still. */
+export async function serve<T>(priority: Priority, job: () => Promise<T>): Promise<T> {
+  if (priority === 'bulk') return withPriority(priority, job);
+  interactiveUnderWay++;
+  try {
+    return await withPriority(priority, job);
+  } finally {
+    interactiveUnderWay--;
+    for (const gate of gates) gate.startWaiting();
+  }
+}
+
+type Waiter = { priority: () => Priority; start: (as: Priority) => void };
+
+/** Runs at most `slots` jobs at once, at most `bulkSlots` of them bulk, by the rules above. */
 export class PriorityGate {
-  #busy = false;
-  #waiting: { priority: () => Priority; start: () => void }[] = [];
+  readonly #slots: number;
+  readonly #bulkSlots: number;
+  #running = 0;
+  #runningBulk = 0;
+  #waiting: Waiter[] = [];
+  #lastBulkStart = Number.NEGATIVE_INFINITY;
+  #pauseOver: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(slots = 1, bulkSlots = slots) {
+    this.#slots = slots;
+    this.#bulkSlots = bulkSlots;
+    gates.add(this);
+  }
 
   /**
-   * Runs `job` once the gate is free and no interactive job waits ahead of it. `priority` is asked again at each
-   * hand-over: a waiter that batches calls (BatchedSession) becomes interactive when an interactive call joins it.
+   * Runs `job` once a slot is free and it is `job`'s turn, as work of the caller's class or of `priority`, which is
+   * asked again at each hand-over: a waiter that batches calls (BatchedSession) becomes interactive when an
+   * interactive call joins it.
    */
-  async run<T>(job: () => Promise<T>, priority: () => Priority): Promise<T> {
-    if (this.#busy) await new Promise<void>((start) => this.#waiting.push({ priority, start }));
-    else this.#busy = true;
+  async run<T>(job: () => Promise<T>, priority?: () => Priority): Promise<T> {
+    const caller = currentPriority();
+    const started = await new Promise<Priority>((start) => {
+      this.#waiting.push({ priority: priority ?? (() => caller), start });
+      this.startWaiting();
+    });
     try {
       return await job();
     } finally {
-      // Handed straight to the next waiter, so that nothing arriving meanwhile slips in ahead of it.
-      const index = Math.max(0, this.#waiting.findIndex((waiter) => waiter.priority() === 'interactive'));
-      const [next] = this.#waiting.splice(index, 1);
-      if (next) next.start();
-      else this.#busy = false;
+      this.#running--;
+      if (started === 'bulk') this.#runningBulk--;
+      this.startWaiting();
     }
   }
+
+  /**
+   * Starts waiters while slots are free: interactive ones first, bulk ones while a bulk slot is free and no
+   * interactive work is under way.
+   */
+  startWaiting(): void {
+    while (this.#running < this.#slots && this.#waiting.length > 0) {
+      const interactive = this.#waiting.findIndex((waiter) => waiter.priority() === 'interactive');
+      if (interactive >= 0) {
+        this.#start(interactive, 'interactive');
+        continue;
+      }
+      if (this.#runningBulk >= this.#bulkSlots) return;
+      const sinceBulk = performance.now() - this.#lastBulkStart;
+      if (interactiveUnderWay > 0 && sinceBulk < BULK_PAUSE_MS) {
+        // Only bulk waits, behind interactive work: look again when the pause is over.
+        this.#pauseOver ??= setTimeout(() => {
+          this.#pauseOver = undefined;
+          this.startWaiting();
+        }, BULK_PAUSE_MS - sinceBulk);
+        return;
+      }
+      this.#lastBulkStart = performance.now();
+      this.#start(0, 'bulk');
+    }
+  }
+
+  #start(index: number, as: Priority): void {
+    const [next] = this.#waiting.splice(index, 1);
+    this.#running++;
+    if (as === 'bulk') this.#runningBulk++;
+    next!.start(as);
+  }
 }
+
+/**
+ * Decoding and resizing (sharp, on libuv's threads): one job a core, bulk ones on all but one, so that a search's
+ * jobs are never queued behind an insert's and one core is always there for them.
+ */
+export const IMAGE_WORK = new PriorityGate(availableParallelism(), Math.max(1, availableParallelism() - 1));

@@ -35,6 +35,9 @@ class RowSumSession implements InferenceSession {
 
 const single = (...values: number[]): Float32Tensor => ({ data: Float32Array.from(values), shape: [1, values.length] });
 
+/** Lets a call just made start running: calls made in one tick of the event loop go as one batch. */
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
 describe('BatchedSession', () => {
   test('a lone call runs at once, as a batch of one', async () => {
     const engine = new RowSumSession();
@@ -48,7 +51,9 @@ describe('BatchedSession', () => {
   test('calls arriving while a batch runs go together, each answered with its own row', async () => {
     const engine = new RowSumSession();
     const session = new BatchedSession(engine, 8);
-    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => session.run(single(i, i, i), ['sum', 'twice'])));
+    const first = session.run(single(0, 0, 0), ['sum', 'twice']);
+    await tick();
+    const results = await Promise.all([first, ...Array.from({ length: 5 }, (_, i) => session.run(single(i + 1, i + 1, i + 1), ['sum', 'twice']))]);
     assert.deepEqual(session.batchSizes, [1, 5]);
     assert.deepEqual(engine.shapes, [[1, 3], [5, 3]]);
     results.forEach((outputs, i) => {
@@ -61,10 +66,9 @@ describe('BatchedSession', () => {
   test('keeps to the batch cap and batches only calls of one shape', async () => {
     const engine = new RowSumSession();
     const session = new BatchedSession(engine, 4);
-    await Promise.all([
-      ...Array.from({ length: 10 }, () => session.run(single(1, 1), ['sum'])),
-      session.run(single(1, 1, 1), ['sum']),
-    ]);
+    const first = session.run(single(1, 1), ['sum']);
+    await tick();
+    await Promise.all([first, ...Array.from({ length: 9 }, () => session.run(single(1, 1), ['sum'])), session.run(single(1, 1, 1), ['sum'])]);
     assert.deepEqual(session.batchSizes, [1, 4, 4, 1, 1]);
     assert.deepEqual(engine.shapes.map((shape) => shape[0]), [1, 4, 4, 1, 1]);
     assert.ok(engine.shapes.some((shape) => shape[1] === 3));
@@ -74,6 +78,7 @@ describe('BatchedSession', () => {
     const engine = new RowSumSession();
     const session = new BatchedSession(engine, 8);
     const first = session.run(single(1), ['sum']);
+    await tick();
     engine.failNext = true;
     const [a, b, c] = [first, session.run(single(2), ['sum']), session.run(single(3), ['sum'])].map((promise) => promise.then(
       (outputs) => outputs.get('sum')!.data[0],
@@ -97,7 +102,9 @@ describe('BatchedSession through a PriorityGate', () => {
   test('an interactive call goes before waiting bulk ones, in a batch of its own', async () => {
     const engine = new RowSumSession();
     const session = new BatchedSession(engine, 8);
-    await Promise.all([bulk(session, 1), bulk(session, 2), bulk(session, 3), bulk(session, 4), interactive(session, 100)]);
+    const first = bulk(session, 1);
+    await tick();
+    await Promise.all([first, bulk(session, 2), bulk(session, 3), bulk(session, 4), interactive(session, 100)]);
     assert.deepEqual(engine.firstValues, [[1], [100], [2, 3, 4]]);
   });
 
@@ -108,14 +115,25 @@ describe('BatchedSession through a PriorityGate', () => {
     const detect = new BatchedSession(detectEngine, 1, gate);
     const order: string[] = [];
     const note = (name: string) => (outputs: Map<string, Float32Tensor>) => order.push(`${name}:${outputs.get('sum')!.data[0]}`);
+    const first = bulk(detect, 1).then(note('detect')); // runs at once
+    await tick();
     await Promise.all([
-      bulk(detect, 1).then(note('detect')), // runs at once
+      first,
       bulk(detect, 2).then(note('detect')), // waits as bulk
       bulk(embed, 3).then(note('embed')), // waits as bulk
       interactive(detect, 4).then(note('detect')), // makes the detect queue wait as interactive: before embed 3
     ]);
     // Detect 2 waits again after 4 ran, behind embed 3: bulk queues take turns.
     assert.deepEqual(order, ['detect:1', 'detect:4', 'embed:3', 'detect:2']);
+  });
+
+  test('bulk batches keep to their own, smaller cap', async () => {
+    const engine = new RowSumSession();
+    const session = new BatchedSession(engine, 8, new PriorityGate(), 3);
+    const first = bulk(session, 0);
+    await tick();
+    await Promise.all([first, ...Array.from({ length: 7 }, (_, i) => bulk(session, i + 1))]);
+    assert.deepEqual(session.batchSizes, [1, 3, 3, 1]);
   });
 
   test('a waiting batch becomes interactive when an interactive call joins it', async () => {
@@ -125,8 +143,10 @@ describe('BatchedSession through a PriorityGate', () => {
     const detect = new BatchedSession(detectEngine, 1, gate);
     const order: string[] = [];
     const note = (name: string) => (outputs: Map<string, Float32Tensor>) => order.push(`${name}:${outputs.get('sum')!.data[0]}`);
+    const first = bulk(detect, 1).then(note('detect')); // runs at once
+    await tick();
     await Promise.all([
-      bulk(detect, 1).then(note('detect')), // runs at once
+      first,
       bulk(detect, 2).then(note('detect')), // waits as bulk
       bulk(embed, 3).then(note('embed')), // waits as bulk
       interactive(embed, 5).then(note('embed')), // joins the embed waiter: it goes first, with this call alone

@@ -1,4 +1,5 @@
 import sharp from 'sharp';
+import { IMAGE_WORK } from '../priority.ts';
 import type { RgbPixels } from './decode.ts';
 
 /**
@@ -14,10 +15,8 @@ export type ResizeFit = 'fill' | 'cover';
  */
 export async function resizeRgb(pixels: RgbPixels, width: number, height: number, fit: ResizeFit, centreShare = 1): Promise<RgbPixels> {
   const image = sharp(pixels.data, { raw: { width: pixels.width, height: pixels.height, channels: 3 } });
-  const { data, info } = await (centreShare < 1 ? image.extract(centre(pixels, centreShare)) : image)
-    .resize({ width, height, fit })
-    .raw()
-    .toBuffer({ resolveWithObject: true });
+  const resized = (centreShare < 1 ? image.extract(centre(pixels, centreShare)) : image).resize({ width, height, fit }).raw();
+  const { data, info } = await IMAGE_WORK.run(() => resized.toBuffer({ resolveWithObject: true }));
   return { data, width: info.width, height: info.height };
 }
 

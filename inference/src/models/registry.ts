@@ -24,6 +24,11 @@ export type ModelSet = {
   readonly labelMapFile: string;
   /** INFERENCE_MAX_BATCH: embeddings per engine run at most (default 8). */
   readonly maxBatch: number;
+  /**
+   * INFERENCE_MAX_BULK_BATCH: embeddings per engine run of bulk work (default 4, one image's views): a search waits
+   * for at most one bulk run, and on a CPU a larger batch saves nothing per row. Raise it on a GPU.
+   */
+  readonly maxBulkBatch: number;
 };
 
 export function modelSetFromEnv(env: NodeJS.ProcessEnv = process.env): ModelSet {
@@ -31,12 +36,15 @@ export function modelSetFromEnv(env: NodeJS.ProcessEnv = process.env): ModelSet 
   if (!(DETECTOR_NAMES as readonly string[]).includes(detector)) {
     throw new Error(`INFERENCE_DETECTOR must be one of ${DETECTOR_NAMES.join(', ')}, got "${detector}"`);
   }
-  const maxBatch = Number(env.INFERENCE_MAX_BATCH || 8);
-  if (!(Number.isInteger(maxBatch) && maxBatch >= 1 && maxBatch <= 256)) {
-    throw new Error(`INFERENCE_MAX_BATCH must be an integer from 1 to 256, got "${env.INFERENCE_MAX_BATCH}"`);
-  }
+  const batchSetting = (name: string, fallback: number): number => {
+    const value = Number(env[name] || fallback);
+    if (!(Number.isInteger(value) && value >= 1 && value <= 256)) throw new Error(`${name} must be an integer from 1 to 256, got "${env[name]}"`);
+    return value;
+  };
+  const maxBatch = batchSetting('INFERENCE_MAX_BATCH', 8);
+  const maxBulkBatch = batchSetting('INFERENCE_MAX_BULK_BATCH', Math.min(4, maxBatch));
   const labelMapFile = env.DETECTOR_LABELS ? path.resolve(env.DETECTOR_LABELS) : DEFAULT_LABEL_MAP_FILE;
-  return { detector: detector as DetectorName, labelMapFile, maxBatch };
+  return { detector: detector as DetectorName, labelMapFile, maxBatch, maxBulkBatch };
 }
 
 /**
@@ -46,11 +54,11 @@ export function modelSetFromEnv(env: NodeJS.ProcessEnv = process.env): ModelSet 
  */
 export async function loadModels(runtime: Runtime, modelSet: ModelSet): Promise<ModelRegistry> {
   const gate = new PriorityGate();
-  const scheduled = (maxBatch: number): Runtime => ({
+  const scheduled = (maxBatch: number, maxBulkBatch = maxBatch): Runtime => ({
     description: runtime.description,
-    load: async (source) => new BatchedSession(await runtime.load(source), maxBatch, gate),
+    load: async (source) => new BatchedSession(await runtime.load(source), maxBatch, gate, maxBulkBatch),
   });
-  const embedder = await loadEmbedder(scheduled(modelSet.maxBatch));
+  const embedder = await loadEmbedder(scheduled(modelSet.maxBatch, modelSet.maxBulkBatch));
   const detect = await loadDetectTask(scheduled(1), embedder, modelSet.labelMapFile, modelSet.detector);
   return new Map<Task, TaskModel>([
     ['embed', embedder],

@@ -13,7 +13,7 @@ import type { Float32Tensor, InferenceSession } from './runtime.ts';
  */
 export class BatchedSession implements InferenceSession {
   readonly #session: InferenceSession;
-  readonly #maxBatch: number;
+  readonly #maxBatch: Readonly<Record<Priority, number>>;
   readonly #gate: PriorityGate;
   #queue: Pending[] = [];
   /** Whether the queue has a job at the gate, waiting or running. */
@@ -21,10 +21,12 @@ export class BatchedSession implements InferenceSession {
   /** Sizes of the batches run so far, for measurements and tests. */
   readonly batchSizes: number[] = [];
 
-  constructor(session: InferenceSession, maxBatch: number, gate = new PriorityGate()) {
-    if (!(Number.isInteger(maxBatch) && maxBatch >= 1)) throw new Error(`maxBatch must be a positive integer, got ${maxBatch}`);
+  constructor(session: InferenceSession, maxBatch: number, gate = new PriorityGate(), maxBulkBatch = maxBatch) {
+    for (const cap of [maxBatch, maxBulkBatch]) {
+      if (!(Number.isInteger(cap) && cap >= 1)) throw new Error(`maxBatch must be a positive integer, got ${cap}`);
+    }
     this.#session = session;
-    this.#maxBatch = maxBatch;
+    this.#maxBatch = { interactive: maxBatch, bulk: maxBulkBatch };
     this.#gate = gate;
   }
 
@@ -35,7 +37,7 @@ export class BatchedSession implements InferenceSession {
       if (!this.#scheduled) {
         this.#scheduled = true;
         this.#schedule();
-      }
+      } else this.#gate.startWaiting(); // the queue's waiter may just have become interactive
     });
   }
 
@@ -60,7 +62,7 @@ export class BatchedSession implements InferenceSession {
     const batch: Pending[] = [];
     const rest: Pending[] = [];
     for (const pending of this.#queue) {
-      (batch.length < this.#maxBatch && pending.priority === priority && sameCall(pending, first) ? batch : rest).push(pending);
+      (batch.length < this.#maxBatch[priority] && pending.priority === priority && sameCall(pending, first) ? batch : rest).push(pending);
     }
     this.#queue = rest;
     this.batchSizes.push(batch.length);
