@@ -99,6 +99,27 @@ describe('BatchedSession through a PriorityGate', () => {
   const bulk = (session: InferenceSession, value: number) => withPriority('bulk', () => session.run(single(value), ['sum']));
   const interactive = (session: InferenceSession, value: number) => withPriority('interactive', () => session.run(single(value), ['sum']));
 
+  /**
+   * An embedder and a detector sharing a gate: detect 1 (bulk) runs, then detect 2 and embed 3 wait as bulk and
+   * `search` makes one interactive call; answers the order in which the calls were answered.
+   */
+  async function embedAndDetect(search: (embed: InferenceSession, detect: InferenceSession) => Promise<string>): Promise<string[]> {
+    const gate = new PriorityGate();
+    const embed = new BatchedSession(new RowSumSession(), 8, gate);
+    const detect = new BatchedSession(new RowSumSession(), 1, gate);
+    const order: string[] = [];
+    const answered = (name: string) => (outputs: Map<string, Float32Tensor>) => void order.push(`${name}:${outputs.get('sum')!.data[0]}`);
+    const first = bulk(detect, 1).then(answered('detect'));
+    await tick();
+    await Promise.all([
+      first,
+      bulk(detect, 2).then(answered('detect')),
+      bulk(embed, 3).then(answered('embed')),
+      search(embed, detect).then((name) => void order.push(name)),
+    ]);
+    return order;
+  }
+
   test('an interactive call goes before waiting bulk ones, in a batch of its own', async () => {
     const engine = new RowSumSession();
     const session = new BatchedSession(engine, 8);
@@ -109,20 +130,7 @@ describe('BatchedSession through a PriorityGate', () => {
   });
 
   test('the gate runs one session at a time, the interactive waiter first', async () => {
-    const gate = new PriorityGate();
-    const [embedEngine, detectEngine] = [new RowSumSession(), new RowSumSession()];
-    const embed = new BatchedSession(embedEngine, 8, gate);
-    const detect = new BatchedSession(detectEngine, 1, gate);
-    const order: string[] = [];
-    const note = (name: string) => (outputs: Map<string, Float32Tensor>) => order.push(`${name}:${outputs.get('sum')!.data[0]}`);
-    const first = bulk(detect, 1).then(note('detect')); // runs at once
-    await tick();
-    await Promise.all([
-      first,
-      bulk(detect, 2).then(note('detect')), // waits as bulk
-      bulk(embed, 3).then(note('embed')), // waits as bulk
-      interactive(detect, 4).then(note('detect')), // makes the detect queue wait as interactive: before embed 3
-    ]);
+    const order = await embedAndDetect((_, detect) => interactive(detect, 4).then(() => 'detect:4')); // makes the detect queue wait as interactive: before embed 3
     // Detect 2 waits again after 4 ran, behind embed 3: bulk queues take turns.
     assert.deepEqual(order, ['detect:1', 'detect:4', 'embed:3', 'detect:2']);
   });
@@ -137,20 +145,7 @@ describe('BatchedSession through a PriorityGate', () => {
   });
 
   test('a waiting batch becomes interactive when an interactive call joins it', async () => {
-    const gate = new PriorityGate();
-    const [embedEngine, detectEngine] = [new RowSumSession(), new RowSumSession()];
-    const embed = new BatchedSession(embedEngine, 8, gate);
-    const detect = new BatchedSession(detectEngine, 1, gate);
-    const order: string[] = [];
-    const note = (name: string) => (outputs: Map<string, Float32Tensor>) => order.push(`${name}:${outputs.get('sum')!.data[0]}`);
-    const first = bulk(detect, 1).then(note('detect')); // runs at once
-    await tick();
-    await Promise.all([
-      first,
-      bulk(detect, 2).then(note('detect')), // waits as bulk
-      bulk(embed, 3).then(note('embed')), // waits as bulk
-      interactive(embed, 5).then(note('embed')), // joins the embed waiter: it goes first, with this call alone
-    ]);
+    const order = await embedAndDetect((embed) => interactive(embed, 5).then(() => 'embed:5')); // joins the embed waiter: it goes first, with this call alone
     assert.deepEqual(order, ['detect:1', 'embed:5', 'detect:2', 'embed:3']);
   });
 });
