@@ -17,6 +17,7 @@ import { createApp, MAX_BODY_BYTES } from './app.ts';
 import { ByteBudget, ConcurrencyLimit } from './concurrency-limit.ts';
 import { loadModels, modelSetFromEnv, type ModelRegistry } from './models/registry.ts';
 import { createRuntime, runtimeNameFromEnv } from './runtime/select.ts';
+import { integerSetting } from './settings.ts';
 
 /** Reads the environment, binds the port at once and loads the models behind it; every setting is checked first. */
 async function start(env: NodeJS.ProcessEnv): Promise<void> {
@@ -61,13 +62,6 @@ async function start(env: NodeJS.ProcessEnv): Promise<void> {
     console.error('inference: model loading failed', error);
     process.exit(1);
   }
-}
-
-/** An integer setting of at least `min`; anything else stops the service before it listens. */
-function integerSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
-  const value = Number(env[name] || fallback);
-  if (!(Number.isInteger(value) && value >= min)) throw new Error(`${name} must be an integer of at least ${min}, got "${env[name]}"`);
-  return value;
 }
 
 await start(process.env);

@@ -10,6 +10,7 @@ import { loadEmbedder } from './embed/embedder.ts';
 import { MOBILENET_V2_SOURCE } from './embed/mobilenet-v2.ts';
 import type { Task } from '../contract.ts';
 import type { TaskModel } from './task-model.ts';
+import { integerSetting } from '../settings.ts';
 
 export type ModelRegistry = ReadonlyMap<Task, TaskModel>;
 
@@ -36,13 +37,8 @@ export function modelSetFromEnv(env: NodeJS.ProcessEnv = process.env): ModelSet 
   if (!(DETECTOR_NAMES as readonly string[]).includes(detector)) {
     throw new Error(`INFERENCE_DETECTOR must be one of ${DETECTOR_NAMES.join(', ')}, got "${detector}"`);
   }
-  const batchSetting = (name: string, fallback: number): number => {
-    const value = Number(env[name] || fallback);
-    if (!(Number.isInteger(value) && value >= 1 && value <= 256)) throw new Error(`${name} must be an integer from 1 to 256, got "${env[name]}"`);
-    return value;
-  };
-  const maxBatch = batchSetting('INFERENCE_MAX_BATCH', 8);
-  const maxBulkBatch = batchSetting('INFERENCE_MAX_BULK_BATCH', Math.min(4, maxBatch));
+  const maxBatch = integerSetting(env, 'INFERENCE_MAX_BATCH', 8, 1, 256);
+  const maxBulkBatch = integerSetting(env, 'INFERENCE_MAX_BULK_BATCH', Math.min(4, maxBatch), 1, 256);
   const labelMapFile = env.DETECTOR_LABELS ? path.resolve(env.DETECTOR_LABELS) : DEFAULT_LABEL_MAP_FILE;
   return { detector: detector as DetectorName, labelMapFile, maxBatch, maxBulkBatch };
 }

@@ -1,0 +1,12 @@
+/**
+ * An integer setting from the environment, `fallback` when unset; a value outside [min, max] stops the service
+ * before it listens.
+ */
+export function integerSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max = Number.POSITIVE_INFINITY): number {
+  const value = Number(env[name] || fallback);
+  if (!(Number.isInteger(value) && value >= min && value <= max)) {
+    const range = max === Number.POSITIVE_INFINITY ? `of at least ${min}` : `from ${min} to ${max}`;
+    throw new Error(`${name} must be an integer ${range}, got "${env[name]}"`);
+  }
+  return value;
+}
