@@ -79,15 +79,13 @@ async function ingest(env: Env, item: PendingItem & { imUrl: string }): Promise<
     // A version that lost to a later operation on the name is still done: the item was processed, the later one won.
     settleStatements(env.DB, item.transId, item.index, { state: 'done' }),
   );
-  await deleteRetiredSoon(env, item.appId);
 }
 
 /**
- * A metadata-only update: D1 and the vectors' metadata change; the image, its embedding and colours stay. It waits
- * for image items of the name accepted before it, and changes nothing over a version that came after it.
+ * A metadata-only update: D1 and the vectors' metadata change; the image, its embedding and colours stay. It
+ * changes nothing over a version that came after it (it waits for earlier image items of its name: see handle).
  */
 async function updateMetadata(env: Env, item: PendingItem): Promise<void> {
-  if (await hasEarlierPendingImage(env.DB, item.appId, item.imName, item.seq)) throw new ItemDeferred();
   const merged = await mergeImageMetadata(env.DB, item.appId, item.imName, item.metadata, item.seq);
   // Removed since the update was accepted: there is nothing left to update.
   if (merged.kind === 'missing') throw new ItemRejected(DATA_ERRORS.imageNotFound);
@@ -110,17 +108,25 @@ function waitBeforeNextTry(error: unknown, busy: number): { delaySeconds: number
   return undefined;
 }
 
-async function handle(env: Env, message: Message<InsertMessage>): Promise<void> {
+/** Handles one message; answers the application of an image it made live, whose replaced versions are retired. */
+async function handle(env: Env, message: Message<InsertMessage>): Promise<string | undefined> {
   const { transId, index } = message.body;
   const item = await getPendingItem(env.DB, transId, index);
   if (!item) {
     message.ack(); // already settled: a redelivery
-    return;
+    return undefined;
   }
+  let ingestedFor: string | undefined;
   try {
+    // Checked before the item counts as started: a waiting update must not look like work under way to the sweeper,
+    // or an earlier image item whose message was lost would never be sent again, and the update would wait forever.
+    if (item.imUrl === null && (await hasEarlierPendingImage(env.DB, item.appId, item.imName, item.seq))) throw new ItemDeferred();
     await markStarted(env.DB, transId, index);
     if (item.imUrl === null) await updateMetadata(env, item);
-    else await ingest(env, { ...item, imUrl: item.imUrl });
+    else {
+      await ingest(env, { ...item, imUrl: item.imUrl });
+      ingestedFor = item.appId;
+    }
     message.ack();
   } catch (error) {
     const wait = waitBeforeNextTry(error, message.body.busy ?? 0);
@@ -128,20 +134,24 @@ async function handle(env: Env, message: Message<InsertMessage>): Promise<void> 
       // Waiting is not failing: a new message, so that the wait spends none of this one's deliveries.
       await sendInsertMessages(env.INSERT_QUEUE, [{ transId, index, busy: wait.busy }], { delaySeconds: wait.delaySeconds });
       message.ack();
-      return;
+      return undefined;
     }
     if (error instanceof ItemRejected) {
       await settleItem(env.DB, transId, index, { state: 'failed', code: error.error.code, message: error.error.message });
       message.ack();
-      return;
+      return undefined;
     }
     console.error(JSON.stringify({ event: 'insert_item_error', transId, index, attempt: message.attempts, error: String(error) }));
     // Transient (inference down, storage hiccup): back off and let the queue deliver it again; past the consumer's
     // max_retries the queue hands it to the dead-letter queue, which fails the item (dead-letters.ts).
     message.retry({ delaySeconds: Math.min(2 ** message.attempts, 60) });
   }
+  return ingestedFor;
 }
 
 export async function consumeInsertBatch(batch: MessageBatch<InsertMessage>, env: Env): Promise<void> {
-  await Promise.all(batch.messages.map((message) => handle(env, message)));
+  const ingested = await Promise.all(batch.messages.map((message) => handle(env, message)));
+  // Once per application of the batch, not once per image: each call reads and deletes the same backlog.
+  const apps = new Set(ingested.filter((appId) => appId !== undefined));
+  await Promise.all([...apps].map((appId) => deleteRetiredSoon(env, appId)));
 }

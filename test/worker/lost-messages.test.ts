@@ -1,9 +1,10 @@
-import { createExecutionContext, createMessageBatch, createScheduledController, env, getQueueResult, waitOnExecutionContext } from 'cloudflare:test';
+import { createExecutionContext, createMessageBatch, env, getQueueResult } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import worker from '../../src/index';
 import { MAX_SWEEPS, STALL_MINUTES } from '../../src/ingest/sweeper';
 import { createTransaction } from '../../src/storage/transactions';
-import { basicAuth, call, createApp, fixtureUrl, waitForTransaction, type Credentials } from './helpers';
+import { formatTimestamp } from '../../src/time';
+import { basicAuth, call, createApp, fixtureUrl, runSweeper, waitForTransaction, type Credentials } from './helpers';
 
 /**
  * Accepted images whose queue messages are lost or poisoned still end: the dead-letter consumer fails them, and the
@@ -21,7 +22,7 @@ async function acceptedWithoutMessages(app: Credentials, names: string[]): Promi
   );
 }
 
-const ago = (minutes: number): string => new Date(Date.now() - minutes * 60_000).toISOString().replace('Z', '+0000');
+const ago = (minutes: number): string => formatTimestamp(new Date(Date.now() - minutes * 60_000));
 
 /** Moves a transaction's acceptance back by `minutes`, and makes the queue look idle as long: nothing started since. */
 async function age(transId: number, minutes: number): Promise<void> {
@@ -29,12 +30,6 @@ async function age(transId: number, minutes: number): Promise<void> {
     env.DB.prepare('UPDATE insert_transactions SET start_time = ?, update_time = ? WHERE id = ?').bind(ago(minutes), ago(minutes), transId),
     env.DB.prepare('UPDATE insert_items SET started_at = ? WHERE started_at > ?').bind(ago(minutes), ago(minutes)),
   ]);
-}
-
-async function runSweep(): Promise<void> {
-  const ctx = createExecutionContext();
-  worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: '*/10 * * * *' }), env, ctx);
-  await waitOnExecutionContext(ctx);
 }
 
 const sweepsOf = async (transId: number): Promise<number[]> =>
@@ -87,7 +82,7 @@ describe('the sweeper', () => {
     const transId = await acceptedWithoutMessages(app, ['lost-0', 'lost-1']);
     await age(transId, STALL_MINUTES + 1);
 
-    await runSweep();
+    await runSweeper();
     const status = await waitForTransaction(app, transId);
     expect(status).toMatchObject({ processed_percent: 100, success_count: 2, fail_count: 0, total: 2 });
     const search = await call(`/search?im_name=lost-0`, { headers: basicAuth(app) });
@@ -95,15 +90,31 @@ describe('the sweeper', () => {
     expect((await search.json<{ status: string }>()).status).toBe('OK');
     // Settled: a later sweep finds nothing to send.
     await age(transId, STALL_MINUTES + 1);
-    await runSweep();
+    await runSweeper();
     expect(await pendingCount(transId)).toBe(0);
+  });
+
+  it('recovers a lost image item that a metadata update of its name waits for: the waiting update is no work under way', async () => {
+    const app = await createApp('sweeper-update-waits');
+    const image = await acceptedWithoutMessages(app, ['waited-for']);
+    const update = await createTransaction(env.DB, app.app_id, [{ index: 0, imName: 'waited-for', imUrl: null, metadata: { brand: 'acme' } }]);
+    await age(image, STALL_MINUTES + 1);
+    // The update is delivered, finds the earlier image item pending and waits as a new message.
+    const batch = createMessageBatch('image-insert', [{ id: 'u', timestamp: Date.now(), attempts: 1, body: { transId: update, index: 0 } }]);
+    await worker.queue(batch, env);
+    const started = await env.DB.prepare('SELECT started_at FROM insert_items WHERE trans_id = ?').bind(update).first<{ started_at: string | null }>();
+    expect(started?.started_at).toBeNull();
+
+    await runSweeper();
+    expect(await waitForTransaction(app, image)).toMatchObject({ processed_percent: 100, success_count: 1, fail_count: 0 });
+    expect(await waitForTransaction(app, update)).toMatchObject({ processed_percent: 100, success_count: 1, fail_count: 0 });
   });
 
   it('leaves a transaction that is still making progress alone', async () => {
     const app = await createApp('sweeper-recent');
     const transId = await acceptedWithoutMessages(app, ['recent']);
     await age(transId, STALL_MINUTES - 5);
-    await runSweep();
+    await runSweeper();
     expect(await sweepsOf(transId)).toEqual([0]);
     expect(await pendingCount(transId)).toBe(1);
   });
@@ -115,7 +126,7 @@ describe('the sweeper', () => {
     // Another import's item was started a minute ago: the consumer is working through the queue.
     const working = await acceptedWithoutMessages(app, ['in-work']);
     await env.DB.prepare('UPDATE insert_items SET started_at = ? WHERE trans_id = ?').bind(ago(1), working).run();
-    await runSweep();
+    await runSweeper();
     expect(await sweepsOf(queued)).toEqual([0, 0]);
     expect(await pendingCount(queued)).toBe(2);
   });
@@ -126,7 +137,7 @@ describe('the sweeper', () => {
     await env.DB.prepare('UPDATE insert_items SET started_at = ? WHERE trans_id = ?').bind(ago(STALL_MINUTES + 1), transId).run();
     const working = await acceptedWithoutMessages(app, ['in-work']);
     await env.DB.prepare('UPDATE insert_items SET started_at = ? WHERE trans_id = ?').bind(ago(1), working).run();
-    await runSweep();
+    await runSweeper();
     expect(await sweepsOf(transId)).toEqual([1]);
     const status = await waitForTransaction(app, transId);
     expect(status).toMatchObject({ processed_percent: 100, success_count: 1 });
@@ -138,7 +149,7 @@ describe('the sweeper', () => {
     await env.DB.prepare('UPDATE insert_items SET sweeps = ? WHERE trans_id = ?').bind(MAX_SWEEPS, transId).run();
     await age(transId, STALL_MINUTES + 1);
 
-    await runSweep();
+    await runSweeper();
     const status = await waitForTransaction(app, transId, 1_000);
     expect(status).toMatchObject({ processed_percent: 100, success_count: 0, fail_count: 1 });
     expect(status.error_list[0]).toMatchObject({ im_name: 'hopeless', error_code: 500 });
