@@ -44,12 +44,15 @@ const detectedObject = z.object({
 });
 export type DetectedObject = z.infer<typeof detectedObject>;
 
+/** The most objects a `detect` answers, the best first. */
+export const MAX_DETECTED_OBJECTS = 30;
+
 /** Each task's answer, under the task's own key. */
 const taskResults = {
   /** `vector` has unit length (L2): cosine similarity is the dot product. */
   embed: z.object({ model: z.string(), dim: z.number().int().positive(), vector: z.array(z.number()) }),
   /** Objects best first; `types` are every type the loaded detector can report. */
-  detect: z.object({ model: z.string(), types: z.array(z.string()), objects: z.array(detectedObject) }),
+  detect: z.object({ model: z.string(), types: z.array(z.string()), objects: z.array(detectedObject).max(MAX_DETECTED_OBJECTS) }),
   /** At most 8 colours by descending ratio, measured in CIELAB, transparent pixels and a plain background left out. */
   colors: z.object({ model: z.string(), palette: z.array(paletteColor) }),
 } satisfies Record<Task, z.ZodType>;

@@ -13,7 +13,8 @@ import { clampBox, cropView, type Box, type ImageView } from '../src/image/view.
 import { COCO_LABELS } from '../src/models/detect/coco-labels.ts';
 import type { Detection } from '../src/models/detect/detector.ts';
 import { DEFAULT_LABEL_MAP_FILE, LabelMapError, loadLabelMap, mappedTypes, type LabelMap } from '../src/models/detect/label-map.ts';
-import { cropBoxWithMargin, DETECT_MAX_OBJECTS, iou, selectObjects } from '../src/models/detect/objects.ts';
+import { MAX_DETECTED_OBJECTS } from '../src/contract.ts';
+import { cropBoxWithMargin, iou, selectObjects } from '../src/models/detect/objects.ts';
 import { PRODUCT_TYPES } from '../src/models/detect/product-types.ts';
 
 const MAP: LabelMap = new Map([
@@ -106,10 +107,10 @@ describe('selectObjects', () => {
     );
   });
 
-  test('keeps the best DETECT_MAX_OBJECTS', () => {
+  test('keeps the best MAX_DETECTED_OBJECTS', () => {
     const many = Array.from({ length: 50 }, (_, i) => detection('handbag', 0.2 + i / 100, [i * 10, 0, i * 10 + 8, 8]));
     const objects = selectObjects(many, MAP, view(1000, 10));
-    assert.equal(objects.length, DETECT_MAX_OBJECTS);
+    assert.equal(objects.length, MAX_DETECTED_OBJECTS);
     assert.equal(objects[0]!.score, many[49]!.score);
     assert.ok(objects.every((o, i) => i === 0 || o.score <= objects[i - 1]!.score));
   });

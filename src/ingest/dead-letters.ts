@@ -6,8 +6,8 @@ import { retireUnlessLive } from '../storage/retired';
 import { getPendingItem, settleItem, type ItemOutcome } from '../storage/transactions';
 import type { InsertMessage } from './message';
 
-/** How an item ends when retrying gave up on it: here, and in the sweeper. */
-export const FAILED_BY_SYSTEM: ItemOutcome = { state: 'failed', code: 500, message: GENERAL.systemError };
+/** How an item ends when retrying gave up on it (failForGood, for the dead-letter consumer and the sweeper). */
+const FAILED_BY_SYSTEM: ItemOutcome = { state: 'failed', code: 500, message: GENERAL.systemError };
 
 /**
  * Gives an item up, once: settled as a system error, and the version it may have begun to write (bytes, vectors) is

@@ -1,5 +1,6 @@
-import { env, SELF } from 'cloudflare:test';
+import { createExecutionContext, createScheduledController, env, SELF, waitOnExecutionContext } from 'cloudflare:test';
 import { expect } from 'vitest';
+import worker from '../../src/index';
 
 export type Credentials = { app_id: string; access_key: string; secret_key: string; app_key: string };
 export type SchemaField = { name: string; type: 'string' | 'int' | 'float' | 'text'; searchable?: boolean };
@@ -137,3 +138,9 @@ export const uploadsearch = (app: Credentials | null, fields: Record<string, str
 export const discoversearch = (app: Credentials | null, fields: Record<string, string | string[] | Blob>) => post<DiscoverBody>(app, '/discoversearch', fields);
 export const hits = async (path: string): Promise<number> => Number(await (await fetch(fixtureUrl(`/hits/${encodeURIComponent(path)}`))).text());
 
+/** Runs the cron sweeper once (src/ingest/sweeper.ts), as the 10-minute trigger would, and waits for it to finish. */
+export async function runSweeper(): Promise<void> {
+  const ctx = createExecutionContext();
+  worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: '*/10 * * * *' }), env, ctx);
+  await waitOnExecutionContext(ctx);
+}

@@ -1,8 +1,8 @@
-import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from 'cloudflare:test';
+import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import worker from '../../src/index';
 import { QUERY_IMAGE_TTL_HOURS } from '../../src/storage/query-images';
-import { adminHeaders, call, createApp, fixtureUrl, imageBytes, insertAndWait, uploadsearch, type Credentials } from './helpers';
+import { formatTimestamp } from '../../src/time';
+import { adminHeaders, call, createApp, fixtureUrl, imageBytes, insertAndWait, runSweeper, uploadsearch, type Credentials } from './helpers';
 
 /**
  * What bounds one caller: the operator's per-minute limits on an application's searches and uploaded bytes, and the
@@ -70,13 +70,11 @@ describe('query images', () => {
     expect(await env.BLOBS.head(row!.blob_key)).not.toBeNull();
     expect((await uploadsearch(app, { im_id: body.im_id })).body.status).toBe('OK');
 
-    const expired = new Date(Date.now() - (QUERY_IMAGE_TTL_HOURS * 60 + 1) * 60_000).toISOString().replace('Z', '+0000');
+    const expired = formatTimestamp(new Date(Date.now() - (QUERY_IMAGE_TTL_HOURS * 60 + 1) * 60_000));
     await env.DB.prepare('UPDATE query_images SET created_at = ? WHERE id = ?').bind(expired, body.im_id).run();
     expect((await uploadsearch(app, { im_id: body.im_id })).body).toMatchObject({ status: 'fail', error: ['Image not found with im_id.'] });
 
-    const ctx = createExecutionContext();
-    worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: '*/10 * * * *' }), env, ctx);
-    await waitOnExecutionContext(ctx);
+    await runSweeper();
     expect(await env.DB.prepare('SELECT id FROM query_images WHERE id = ?').bind(body.im_id).first()).toBeNull();
     expect(await env.BLOBS.head(row!.blob_key)).toBeNull();
   });

@@ -1,11 +1,11 @@
-import { createExecutionContext, createMessageBatch, createScheduledController, env, getQueueResult, waitOnExecutionContext } from 'cloudflare:test';
+import { createExecutionContext, createMessageBatch, env, getQueueResult } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import worker from '../../src/index';
 import type { Env } from '../../src/env';
 import { MAX_DETECTED_OBJECTS } from '../../src/ports/inference/types';
 import { createTransaction } from '../../src/storage/transactions';
 import { colorVectors, imageVectors, objectVectors } from '../../src/storage/vectors';
-import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, retiredLeft, search, waitForTransaction, type Credentials } from './helpers';
+import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, retiredLeft, runSweeper, search, waitForTransaction, type Credentials } from './helpers';
 
 /**
  * Image versions (migrations/0008): an insert is all or nothing, a later operation on a name wins whatever order the
@@ -110,12 +110,6 @@ function withFailingD1Batch(marker: string): Env {
     },
   });
   return { ...env, DB: failing };
-}
-
-async function runSweeper(): Promise<void> {
-  const ctx = createExecutionContext();
-  worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: '*/10 * * * *' }), env, ctx);
-  await waitOnExecutionContext(ctx);
 }
 
 /** Delivers one message of a transaction to the consumer with `workerEnv`, as the queue would. */

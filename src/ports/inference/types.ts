@@ -4,6 +4,8 @@
  */
 import type { Prediction, PredictOptions, Task } from '../../../inference/src/contract';
 
+export { MAX_DETECTED_OBJECTS } from '../../../inference/src/contract';
+
 export type {
   Box,
   DetectedObject,
@@ -16,8 +18,6 @@ export type {
   Task,
 } from '../../../inference/src/contract';
 
-/** The most objects a `detect` answers (the inference service's DETECT_MAX_OBJECTS). */
-export const MAX_DETECTED_OBJECTS = 30;
 
 export interface Inference {
   /** The answer holds the result of every asked task. */

@@ -1,3 +1,4 @@
+import { MAX_DETECTED_OBJECTS } from '../../contract.ts';
 import type { Box, ImageView } from '../../image/view.ts';
 import type { Detection } from './detector.ts';
 import type { LabelMap } from './label-map.ts';
@@ -5,8 +6,6 @@ import type { ProductType } from './product-types.ts';
 
 /** Detections scoring below this are not reported (human's own default for this model). */
 export const DETECT_MIN_SCORE = 0.2;
-/** At most this many objects per image, the best first. */
-export const DETECT_MAX_OBJECTS = 30;
 /** Of two boxes of the same type overlapping more than this (IoU), the weaker is dropped. */
 export const DETECT_NMS_IOU = 0.5;
 
@@ -22,7 +21,7 @@ export type MappedObject = {
  * From raw detections on a view's pixels to reported objects: labels mapped
  * to types (unmapped ones dropped), the score floor, boxes moved to original
  * pixels, clamped to the view and rounded, per-type non-maximum suppression,
- * then the best DETECT_MAX_OBJECTS by score.
+ * then the best MAX_DETECTED_OBJECTS by score.
  */
 export function selectObjects(detections: readonly Detection[], labelMap: LabelMap, view: ImageView): MappedObject[] {
   const candidates: MappedObject[] = [];
@@ -35,7 +34,7 @@ export function selectObjects(detections: readonly Detection[], labelMap: LabelM
   candidates.sort((a, b) => b.score - a.score);
   const kept: MappedObject[] = [];
   for (const candidate of candidates) {
-    if (kept.length === DETECT_MAX_OBJECTS) break;
+    if (kept.length === MAX_DETECTED_OBJECTS) break;
     const suppressed = kept.some((other) => other.type === candidate.type && iou(other.box, candidate.box) > DETECT_NMS_IOU);
     if (!suppressed) kept.push(candidate);
   }
