@@ -12,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import type { io } from '@tensorflow/tfjs';
 import ort from 'onnxruntime-node';
 import { decodeImage, type RgbPixels } from '../src/image/decode.ts';
-import { CENTERNET_SOURCE, CenterNetDetector } from '../src/models/detect/centernet.ts';
+import { CENTERNET_SOURCE, CenterNetDetector, toCenterNetInput } from '../src/models/detect/centernet.ts';
 import type { Detection } from '../src/models/detect/detector.ts';
 import { Embedder } from '../src/models/embed/embedder.ts';
 import { MOBILENET_V2_NODES, MOBILENET_V2_SOURCE, toMobileNetV2Input } from '../src/models/embed/mobilenet-v2.ts';
@@ -156,6 +156,16 @@ describe('the ONNX runtime', () => {
     const runtime = await createOnnxRuntime();
     const source: ModelSource = { ...MOBILENET_V2_SOURCE, outputs: [MOBILENET_V2_NODES.lastBottleneck] };
     await assert.rejects(runtime.load(source), /was converted for other inputs or outputs than mobilenet_v2_mid declares/);
+  });
+
+  test('runs off the main thread: the event loop turns while a run is under way', async () => {
+    const { input } = await toCenterNetInput(pixels.get(IMAGES[0]!)!);
+    const turns: string[] = [];
+    const run = sessions.onnx.detect.run(input, [CENTERNET_SOURCE.outputs[0]!]).then(() => turns.push('run done'));
+    // On the calling thread (onnxruntime-node's own run()), the run would finish before this callback.
+    setImmediate(() => turns.push('event loop turned'));
+    await run;
+    assert.deepEqual(turns, ['event loop turned', 'run done']);
   });
 
   test('refuses, like tfjs-wasm, an output the model did not declare', async () => {

@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import ort from 'onnxruntime-node';
+import { Worker } from 'node:worker_threads';
+import type ort from 'onnxruntime-node';
+import type { EngineReply, EngineRequest } from './onnx/engine-messages.ts';
 import { CONVERT_COMMAND, ONNX_MODEL_DIRECTORY, onnxModelFile } from './onnx/model-files.ts';
 import { checkOutputNames, type Float32Tensor, type InferenceSession, type ModelSource, type Runtime } from './runtime.ts';
 
@@ -14,10 +16,10 @@ export type OnnxRuntimeOptions = {
 };
 
 /**
- * ONNX Runtime (onnxruntime-node) on the models scripts/convert-models.ts
- * converted from their TF.js graphs at install time. A session's run()
- * executes synchronously on the calling thread (onnxruntime-node defers it by
- * a setImmediate), spreading each operator over the intra-op threads.
+ * ONNX Runtime (onnxruntime-node) on the models scripts/convert-models.ts converted from their TF.js graphs at
+ * install time. The sessions live on a thread of their own (onnx/engine-thread.ts), one per runtime: a run executes
+ * synchronously on its caller's thread, spreading each operator over the intra-op threads, and the service's main
+ * thread must stay free for requests and image work meanwhile.
  */
 export async function createOnnxRuntime(options: OnnxRuntimeOptions = {}): Promise<Runtime> {
   const executionProviders = options.executionProviders ?? listFromEnv(process.env.ONNX_EXECUTION_PROVIDERS) ?? ['cpu'];
@@ -26,59 +28,108 @@ export async function createOnnxRuntime(options: OnnxRuntimeOptions = {}): Promi
   const providers = executionProviders.join(', ');
   const threads = `${intraOpThreads} intra-op thread${intraOpThreads > 1 ? 's' : ''}`;
   const sessionOptions: ort.InferenceSession.SessionOptions = {
-    executionProviders,
+    executionProviders: [...executionProviders],
     intraOpNumThreads: intraOpThreads,
     // Nothing runs operators side by side in these graphs' sequential chains.
     interOpNumThreads: 1,
     executionMode: 'sequential',
     graphOptimizationLevel: 'all',
     logSeverityLevel: 3,
+    // Idle intra-op threads sleep instead of spinning for the next step: between steps the cores are wanted by
+    // decoding, resizing and the Worker (a search took 1.6x as long with spinning on this 2-core machine).
+    extra: { session: { intra_op: { allow_spinning: '0' } } },
   };
+  const engine = await EngineThread.start();
   return {
-    description: `onnxruntime-node ${ort.env.versions.node} (${providers}; ${threads})`,
+    description: `onnxruntime-node ${engine.version} (${providers}; ${threads})`,
     async load(source) {
       const file = onnxModelFile(source, directory);
       if (!existsSync(file)) {
         throw new Error(`no ONNX model for ${source.name} at ${file}: run "${CONVERT_COMMAND}" (npm install and npm ci run it too)`);
       }
-      let session: ort.InferenceSession;
+      let loaded: Extract<EngineReply, { session: number }>;
       try {
-        session = await ort.InferenceSession.create(file, sessionOptions);
+        loaded = (await engine.ask({ kind: 'load', file, options: sessionOptions })) as typeof loaded;
       } catch (error) {
         // onnxruntime's own message names neither the model nor the providers asked for.
         throw new Error(`ONNX Runtime could not load ${file} with execution providers ${providers}`, { cause: error });
       }
-      const exposed = [...session.outputNames].sort();
-      if (session.inputNames.length !== 1 || exposed.join('\n') !== [...new Set(source.outputs)].sort().join('\n')) {
+      const exposed = [...loaded.outputNames].sort();
+      if (loaded.inputNames.length !== 1 || exposed.join('\n') !== [...new Set(source.outputs)].sort().join('\n')) {
         throw new Error(`${file} was converted for other inputs or outputs than ${source.name} declares: run "${CONVERT_COMMAND}"`);
       }
-      return new OnnxSession(source, session);
+      return new OnnxSession(source, engine, loaded.session);
     },
   };
 }
 
 class OnnxSession implements InferenceSession {
   readonly #source: ModelSource;
-  readonly #session: ort.InferenceSession;
-  readonly #inputName: string;
+  readonly #engine: EngineThread;
+  readonly #session: number;
 
-  constructor(source: ModelSource, session: ort.InferenceSession) {
+  constructor(source: ModelSource, engine: EngineThread, session: number) {
     this.#source = source;
+    this.#engine = engine;
     this.#session = session;
-    this.#inputName = session.inputNames[0]!;
   }
 
   async run(input: Float32Tensor, outputNames: readonly string[]): Promise<Map<string, Float32Tensor>> {
     checkOutputNames(this.#source, outputNames);
-    const feeds = { [this.#inputName]: new ort.Tensor('float32', input.data, input.shape) };
-    const results = await this.#session.run(feeds, outputNames);
-    const named = new Map<string, Float32Tensor>();
-    for (const name of outputNames) {
-      const tensor = results[name] as ort.Tensor;
-      const data = tensor.data instanceof Float32Array ? tensor.data : Float32Array.from(tensor.data as ArrayLike<number>);
-      named.set(name, { data, shape: tensor.dims });
-    }
-    return named;
+    const reply = await this.#engine.ask({ kind: 'run', session: this.#session, data: input.data, shape: input.shape, outputNames });
+    const { outputs } = reply as Extract<EngineReply, { outputs: unknown }>;
+    return new Map(outputs.map(({ name, data, shape }) => [name, { data, shape }]));
+  }
+}
+
+type Request = EngineRequest extends infer R ? (R extends unknown ? Omit<R, 'id'> : never) : never;
+type Pending = { resolve: (reply: EngineReply) => void; reject: (error: Error) => void };
+
+/** The engine thread, seen from the main thread: requests answered by id; it holds the process open only while asked. */
+class EngineThread {
+  readonly version: string;
+  readonly #worker: Worker;
+  readonly #pending = new Map<number, Pending>();
+  #nextId = 1;
+
+  private constructor(worker: Worker, version: string) {
+    this.#worker = worker;
+    this.version = version;
+    worker.on('message', (reply: EngineReply) => {
+      const pending = this.#pending.get(reply.id);
+      if (!pending) return;
+      this.#pending.delete(reply.id);
+      if (this.#pending.size === 0) worker.unref();
+      if (reply.ok) pending.resolve(reply);
+      else pending.reject(new Error(reply.message));
+    });
+    const fail = (error: Error): void => {
+      for (const pending of this.#pending.values()) pending.reject(error);
+      this.#pending.clear();
+    };
+    worker.on('error', fail);
+    worker.on('exit', (code) => fail(new Error(`the ONNX engine thread exited (code ${code})`)));
+    worker.unref();
+  }
+
+  /** Starts the thread and waits until it has loaded onnxruntime-node. */
+  static async start(): Promise<EngineThread> {
+    const worker = new Worker(new URL('./onnx/engine-thread.ts', import.meta.url));
+    const ready = await new Promise<EngineReply>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    if (!ready.ok || !('version' in ready)) throw new Error('the ONNX engine thread did not start');
+    return new EngineThread(worker, ready.version);
+  }
+
+  ask(request: Request): Promise<EngineReply> {
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      this.#worker.ref();
+      this.#worker.postMessage({ ...request, id });
+    });
   }
 }
 

@@ -45,17 +45,22 @@ export const MOBILENET_V2_INPUT_SIZE = 224;
 export async function toMobileNetV2Input(pixels: RgbPixels, fit: ResizeFit, centreShare = 1): Promise<Float32Tensor> {
   const size = MOBILENET_V2_INPUT_SIZE;
   const resized = await resizeRgb(pixels, size, size, fit, centreShare);
-  return { data: Float32Array.from(resized.data, (value) => value / 255), shape: [1, size, size, 3] };
+  // A plain loop: Float32Array.from with a map function took 12 ms here, on the service's main thread.
+  const data = new Float32Array(resized.data.length);
+  for (let i = 0; i < data.length; i++) data[i] = resized.data[i]! / 255;
+  return { data, shape: [1, size, size, 3] };
 }
 
 /** An NHWC input mirrored left to right: a mirrored view without resizing again. */
 export function mirrorInput(input: Float32Tensor): Float32Tensor {
   const [batch = 1, height = 0, width = 0, channels = 0] = input.shape;
-  const data = new Float32Array(input.data.length);
+  const source = input.data;
+  const data = new Float32Array(source.length);
   for (let row = 0; row < batch * height; row++) {
     for (let x = 0; x < width; x++) {
       const from = (row * width + x) * channels;
-      data.set(input.data.subarray(from, from + channels), (row * width + width - 1 - x) * channels);
+      const to = (row * width + width - 1 - x) * channels;
+      for (let channel = 0; channel < channels; channel++) data[to + channel] = source[from + channel]!;
     }
   }
   return { data, shape: input.shape };

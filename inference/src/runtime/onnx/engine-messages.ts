@@ -1,0 +1,20 @@
+import type ort from 'onnxruntime-node';
+
+/** What the main thread asks of the engine thread (engine-thread.ts); `id` pairs each request with its reply. */
+export type EngineRequest =
+  | { readonly id: number; readonly kind: 'load'; readonly file: string; readonly options: ort.InferenceSession.SessionOptions }
+  | {
+      readonly id: number;
+      readonly kind: 'run';
+      readonly session: number;
+      readonly data: Float32Array;
+      readonly shape: readonly number[];
+      readonly outputNames: readonly string[];
+    };
+
+/** The engine thread's answers: id 0 once it has loaded onnxruntime-node, then one per request. */
+export type EngineReply =
+  | { readonly id: number; readonly ok: false; readonly message: string }
+  | { readonly id: number; readonly ok: true; readonly version: string }
+  | { readonly id: number; readonly ok: true; readonly session: number; readonly inputNames: string[]; readonly outputNames: string[] }
+  | { readonly id: number; readonly ok: true; readonly outputs: { name: string; data: Float32Array; shape: number[] }[] };
