@@ -1,7 +1,7 @@
 /**
  * Interactive work first (contract.ts, PRIORITIES). A request's class travels with its async context to the two
- * places where predictions meet: the engine (one PriorityGate per model set, one run at a time, as runs execute on
- * the JavaScript thread anyway) and image work (decoding and resizing on libuv's threads, IMAGE_WORK, one job a
+ * places where predictions meet: the engine (one PriorityGate per model set, models/registry.ts; the runtime also
+ * reads the class, and ONNX runs bulk work on a thread the OS serves last) and image work (decoding and resizing on libuv's threads, IMAGE_WORK, one job a
  * core). At both, a waiting interactive job goes first; and while an interactive prediction is under way (serve),
  * bulk jobs hold still, so that a search shares the cores with at most the bulk jobs already running, not with the
  * queue of every insert in flight. So that a steady stream of searches cannot starve inserts, each gate lets one

@@ -5,6 +5,7 @@
  * runtime's refusals, and runtime selection in the real service.
  */
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -17,6 +18,8 @@ import type { Detection } from '../src/models/detect/detector.ts';
 import { Embedder } from '../src/models/embed/embedder.ts';
 import { MOBILENET_V2_NODES, MOBILENET_V2_SOURCE, toMobileNetV2Input } from '../src/models/embed/mobilenet-v2.ts';
 import { convertTfjsGraph } from '../scripts/onnx-converter/convert.ts';
+import type { Priority } from '../src/contract.ts';
+import { withPriority } from '../src/priority.ts';
 import { createOnnxRuntime } from '../src/runtime/onnxruntime.ts';
 import type { Float32Tensor, InferenceSession, ModelSource, Runtime } from '../src/runtime/runtime.ts';
 import { createTfjsWasmRuntime } from '../src/runtime/tfjs-wasm.ts';
@@ -73,6 +76,17 @@ describe('ONNX and tfjs-wasm agree', () => {
     assert.ok(compared >= 20, `only ${compared} detections compared`);
   });
 });
+
+/** CPU time (clock ticks) of this process's threads at `niceness`, from /proc (Linux keeps niceness per thread). */
+function cpuTicksAtNiceness(niceness: number): number {
+  let ticks = 0;
+  for (const task of readdirSync('/proc/self/task')) {
+    // The fields after the parenthesised name: utime and stime are the 12th and 13th, nice the 17th.
+    const fields = readFileSync(`/proc/self/task/${task}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    if (Number(fields[16]) === niceness) ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return ticks;
+}
 
 function close(a: Detection, b: Detection): boolean {
   return Math.abs(a.score - b.score) <= 1e-3 && a.box.every((edge, i) => Math.abs(edge - b.box[i]!) <= 1);
@@ -166,6 +180,20 @@ describe('the ONNX runtime', () => {
     setImmediate(() => turns.push('event loop turned'));
     await run;
     assert.deepEqual(turns, ['event loop turned', 'run done']);
+  });
+
+  test('runs bulk work on threads at the lowest OS priority, interactive work on others', async () => {
+    const { input } = await toCenterNetInput(pixels.get(IMAGES[0]!)!);
+    const runFiveAs = async (priority: Priority) => {
+      for (let i = 0; i < 5; i++) await withPriority(priority, () => sessions.onnx.detect.run(input, [CENTERNET_SOURCE.outputs[0]!]));
+    };
+    const before = cpuTicksAtNiceness(19);
+    await runFiveAs('interactive');
+    const afterInteractive = cpuTicksAtNiceness(19);
+    await runFiveAs('bulk');
+    const afterBulk = cpuTicksAtNiceness(19);
+    assert.ok(afterInteractive - before <= 2, `interactive runs took ${afterInteractive - before} ticks on the bulk threads`);
+    assert.ok(afterBulk - afterInteractive >= 5, `bulk runs took only ${afterBulk - afterInteractive} ticks on the bulk threads`);
   });
 
   test('refuses, like tfjs-wasm, an output the model did not declare', async () => {

@@ -50,7 +50,9 @@ export function modelSetFromEnv(env: NodeJS.ProcessEnv = process.env): ModelSet 
  * at a time (its graph takes a batch of one).
  */
 export async function loadModels(runtime: Runtime, modelSet: ModelSet): Promise<ModelRegistry> {
-  const gate = new PriorityGate();
+  // A search's run may start beside one bulk run under way: the ONNX runtime runs bulk work on a thread the OS
+  // serves last (onnxruntime.ts), so the search takes the cores at once instead of waiting for the bulk run to end.
+  const gate = new PriorityGate(2, 1);
   const scheduled = (maxBatch: number, maxBulkBatch = maxBatch): Runtime => ({
     description: runtime.description,
     load: async (source) => new BatchedSession(await runtime.load(source), maxBatch, gate, maxBulkBatch),

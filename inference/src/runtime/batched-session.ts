@@ -1,5 +1,5 @@
 import type { Priority } from '../contract.ts';
-import { currentPriority, PriorityGate } from '../priority.ts';
+import { currentPriority, PriorityGate, withPriority } from '../priority.ts';
 import type { Float32Tensor, InferenceSession } from './runtime.ts';
 
 /**
@@ -67,7 +67,8 @@ export class BatchedSession implements InferenceSession {
     this.#queue = rest;
     this.batchSizes.push(batch.length);
     try {
-      const outputs = await this.#session.run(stack(batch.map((pending) => pending.input)), first.outputNames);
+      // As work of the batch's class, whoever's call started the queue: the runtime may run each class apart.
+      const outputs = await withPriority(priority, () => this.#session.run(stack(batch.map((pending) => pending.input)), first.outputNames));
       batch.forEach((pending, row) => pending.resolve(rowOf(outputs, row, batch.length)));
     } catch (error) {
       for (const pending of batch) pending.reject(error);

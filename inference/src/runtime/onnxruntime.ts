@@ -2,7 +2,9 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type ort from 'onnxruntime-node';
-import type { EngineReply, EngineRequest } from './onnx/engine-messages.ts';
+import type { Priority } from '../contract.ts';
+import { currentPriority } from '../priority.ts';
+import type { EngineReply, EngineRequest, EngineThreadData } from './onnx/engine-messages.ts';
 import { CONVERT_COMMAND, ONNX_MODEL_DIRECTORY, onnxModelFile } from './onnx/model-files.ts';
 import { checkOutputNames, type Float32Tensor, type InferenceSession, type ModelSource, type Runtime } from './runtime.ts';
 
@@ -17,9 +19,10 @@ export type OnnxRuntimeOptions = {
 
 /**
  * ONNX Runtime (onnxruntime-node) on the models scripts/convert-models.ts converted from their TF.js graphs at
- * install time. The sessions live on a thread of their own (onnx/engine-thread.ts), one per runtime: a run executes
- * synchronously on its caller's thread, spreading each operator over the intra-op threads, and the service's main
- * thread must stay free for requests and image work meanwhile.
+ * install time. Each model is loaded twice, on two engine threads (onnx/engine-thread.ts): one for interactive runs,
+ * one for bulk runs at the lowest OS priority. A run executes synchronously on its thread, spreading each operator
+ * over the intra-op threads; the service's main thread stays free for requests and image work meanwhile, and a
+ * search's run takes the cores from a bulk run under way instead of waiting for it to end.
  */
 export async function createOnnxRuntime(options: OnnxRuntimeOptions = {}): Promise<Runtime> {
   const executionProviders = options.executionProviders ?? listFromEnv(process.env.ONNX_EXECUTION_PROVIDERS) ?? ['cpu'];
@@ -39,44 +42,57 @@ export async function createOnnxRuntime(options: OnnxRuntimeOptions = {}): Promi
     // decoding, resizing and the Worker (a search took 1.6x as long with spinning on this 2-core machine).
     extra: { session: { intra_op: { allow_spinning: '0' } } },
   };
-  const engine = await EngineThread.start();
+  const [interactive, bulk] = await Promise.all([EngineThread.start(0), EngineThread.start(BULK_NICENESS)]);
+  const lanes: Lanes = { interactive, bulk };
   return {
-    description: `onnxruntime-node ${engine.version} (${providers}; ${threads})`,
+    description: `onnxruntime-node ${interactive.version} (${providers}; ${threads}; bulk runs at niceness ${BULK_NICENESS})`,
     async load(source) {
       const file = onnxModelFile(source, directory);
       if (!existsSync(file)) {
         throw new Error(`no ONNX model for ${source.name} at ${file}: run "${CONVERT_COMMAND}" (npm install and npm ci run it too)`);
       }
-      let loaded: Extract<EngineReply, { session: number }>;
+      let loaded: Record<Priority, Loaded>;
       try {
-        loaded = (await engine.ask({ kind: 'load', file, options: sessionOptions })) as typeof loaded;
+        const load = async (lane: EngineThread) => (await lane.ask({ kind: 'load', file, options: sessionOptions })) as Loaded;
+        const [forInteractive, forBulk] = await Promise.all([load(interactive), load(bulk)]);
+        loaded = { interactive: forInteractive, bulk: forBulk };
       } catch (error) {
         // onnxruntime's own message names neither the model nor the providers asked for.
         throw new Error(`ONNX Runtime could not load ${file} with execution providers ${providers}`, { cause: error });
       }
-      const exposed = [...loaded.outputNames].sort();
-      if (loaded.inputNames.length !== 1 || exposed.join('\n') !== [...new Set(source.outputs)].sort().join('\n')) {
+      const { inputNames, outputNames } = loaded.interactive;
+      const exposed = [...outputNames].sort();
+      if (inputNames.length !== 1 || exposed.join('\n') !== [...new Set(source.outputs)].sort().join('\n')) {
         throw new Error(`${file} was converted for other inputs or outputs than ${source.name} declares: run "${CONVERT_COMMAND}"`);
       }
-      return new OnnxSession(source, engine, loaded.session);
+      return new OnnxSession(source, lanes, { interactive: loaded.interactive.session, bulk: loaded.bulk.session });
     },
   };
 }
 
+/** Niceness of the bulk engine thread: the lowest priority, so that it yields the cores to anything else. */
+const BULK_NICENESS = 19;
+
+type Lanes = Readonly<Record<Priority, EngineThread>>;
+type Loaded = Extract<EngineReply, { session: number }>;
+
+/** One model on both engine threads: a run goes to the thread of the caller's class (priority.ts). */
 class OnnxSession implements InferenceSession {
   readonly #source: ModelSource;
-  readonly #engine: EngineThread;
-  readonly #session: number;
+  readonly #lanes: Lanes;
+  readonly #sessions: Readonly<Record<Priority, number>>;
 
-  constructor(source: ModelSource, engine: EngineThread, session: number) {
+  constructor(source: ModelSource, lanes: Lanes, sessions: Readonly<Record<Priority, number>>) {
     this.#source = source;
-    this.#engine = engine;
-    this.#session = session;
+    this.#lanes = lanes;
+    this.#sessions = sessions;
   }
 
   async run(input: Float32Tensor, outputNames: readonly string[]): Promise<Map<string, Float32Tensor>> {
     checkOutputNames(this.#source, outputNames);
-    const reply = await this.#engine.ask({ kind: 'run', session: this.#session, data: input.data, shape: input.shape, outputNames });
+    const priority = currentPriority();
+    const request = { kind: 'run', session: this.#sessions[priority], data: input.data, shape: input.shape, outputNames } as const;
+    const reply = await this.#lanes[priority].ask(request);
     const { outputs } = reply as Extract<EngineReply, { outputs: unknown }>;
     return new Map(outputs.map(({ name, data, shape }) => [name, { data, shape }]));
   }
@@ -112,9 +128,10 @@ class EngineThread {
     worker.unref();
   }
 
-  /** Starts the thread and waits until it has loaded onnxruntime-node. */
-  static async start(): Promise<EngineThread> {
-    const worker = new Worker(new URL('./onnx/engine-thread.ts', import.meta.url));
+  /** Starts the thread at `niceness` and waits until it has loaded onnxruntime-node. */
+  static async start(niceness: number): Promise<EngineThread> {
+    const workerData: EngineThreadData = { niceness };
+    const worker = new Worker(new URL('./onnx/engine-thread.ts', import.meta.url), { workerData });
     const ready = await new Promise<EngineReply>((resolve, reject) => {
       worker.once('message', resolve);
       worker.once('error', reject);

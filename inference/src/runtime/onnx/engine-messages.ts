@@ -1,5 +1,8 @@
 import type ort from 'onnxruntime-node';
 
+/** How the main thread starts an engine thread: the OS niceness of its threads (0 normal, 19 the lowest). */
+export type EngineThreadData = { readonly niceness: number };
+
 /** What the main thread asks of the engine thread (engine-thread.ts); `id` pairs each request with its reply. */
 export type EngineRequest =
   | { readonly id: number; readonly kind: 'load'; readonly file: string; readonly options: ort.InferenceSession.SessionOptions }

@@ -1,17 +1,24 @@
 /**
- * The ONNX Runtime sessions, on a thread of their own (onnxruntime.ts starts it). onnxruntime-node runs a graph
- * synchronously on the thread that calls run(): on the service's main thread, every engine step (tens of ms) would
- * freeze the HTTP server and the completion of decodes and resizes, so that a search waits for a bulk step it never
- * asked for. Here the main thread stays free; the engine still runs one step at a time (priority.ts).
+ * ONNX Runtime sessions on a thread of their own (onnxruntime.ts starts one per class of work). onnxruntime-node
+ * runs a graph synchronously on the thread that calls run(): on the service's main thread, every engine step (tens of
+ * ms) would freeze the HTTP server and the completion of decodes and resizes. The bulk thread runs at the lowest OS
+ * priority, so that the kernel gives the cores to a search's run over a bulk run already under way.
  */
-import { parentPort } from 'node:worker_threads';
-import ort from 'onnxruntime-node';
-import type { EngineReply, EngineRequest } from './engine-messages.ts';
+import { setPriority } from 'node:os';
+import { parentPort, workerData } from 'node:worker_threads';
+import type ort from 'onnxruntime-node';
+import type { EngineReply, EngineRequest, EngineThreadData } from './engine-messages.ts';
+
+// Before onnxruntime is loaded: the intra-op threads each session starts inherit this thread's niceness (Linux
+// sets it per thread).
+const { niceness } = workerData as EngineThreadData;
+if (niceness > 0) setPriority(niceness);
+const { default: onnxruntime } = await import('onnxruntime-node');
 
 const port = parentPort!;
 const sessions: ort.InferenceSession[] = [];
 
-port.postMessage({ id: 0, ok: true, version: String(ort.env.versions.node) } satisfies EngineReply);
+port.postMessage({ id: 0, ok: true, version: String(onnxruntime.env.versions.node) } satisfies EngineReply);
 
 port.on('message', async (request: EngineRequest) => {
   try {
@@ -25,18 +32,18 @@ port.on('message', async (request: EngineRequest) => {
 
 async function handle(request: EngineRequest): Promise<{ reply: EngineReply; transfer: ArrayBuffer[] }> {
   if (request.kind === 'load') {
-    const session = await ort.InferenceSession.create(request.file, request.options);
+    const session = await onnxruntime.InferenceSession.create(request.file, request.options);
     sessions.push(session);
     const { inputNames, outputNames } = session;
     return { reply: { id: request.id, ok: true, session: sessions.length - 1, inputNames: [...inputNames], outputNames: [...outputNames] }, transfer: [] };
   }
   const session = sessions[request.session]!;
-  const feeds = { [session.inputNames[0]!]: new ort.Tensor('float32', request.data, request.shape) };
+  const feeds = { [session.inputNames[0]!]: new onnxruntime.Tensor('float32', request.data, request.shape) };
   const results = await session.run(feeds, request.outputNames);
   const outputs = request.outputNames.map((name) => {
-    const tensor = results[name] as ort.Tensor;
+    const tensor = results[name]!;
     // A copy the thread owns, so that it can be handed over without copying again.
-    return { name, data: Float32Array.from(tensor.data as ArrayLike<number>), shape: [...tensor.dims] };
+    return { name, data: (tensor.data as Float32Array).slice(), shape: [...tensor.dims] };
   });
   return { reply: { id: request.id, ok: true, outputs }, transfer: outputs.map(({ data }) => data.buffer as ArrayBuffer) };
 }
