@@ -26,9 +26,9 @@ export type ModelSet = {
   /** INFERENCE_MAX_BATCH: embeddings per engine run at most (default 8). */
   readonly maxBatch: number;
   /**
-   * INFERENCE_MAX_BULK_BATCH: embeddings per engine run of bulk work (default 1): a search waits for at most one bulk
-   * run, and on a CPU a larger batch saves nothing per row (4 rows: upload searches during an ingest 1.8x their idle
-   * time, against 1.5x with 1). Raise it on a GPU.
+   * INFERENCE_MAX_BULK_BATCH: embeddings per engine run of bulk work (default 4, one image's views). On ONNX a search
+   * does not wait for a bulk run (it has an engine thread of its own); on tfjs-wasm it waits for at most one. While
+   * searches are under way, bulk goes one run at a time (priority.ts): whole images' views then take fewer turns.
    */
   readonly maxBulkBatch: number;
 };
@@ -39,7 +39,7 @@ export function modelSetFromEnv(env: NodeJS.ProcessEnv = process.env): ModelSet 
     throw new Error(`INFERENCE_DETECTOR must be one of ${DETECTOR_NAMES.join(', ')}, got "${detector}"`);
   }
   const maxBatch = integerSetting(env, 'INFERENCE_MAX_BATCH', 8, 1, 256);
-  const maxBulkBatch = integerSetting(env, 'INFERENCE_MAX_BULK_BATCH', 1, 1, 256);
+  const maxBulkBatch = integerSetting(env, 'INFERENCE_MAX_BULK_BATCH', Math.min(4, maxBatch), 1, 256);
   const labelMapFile = env.DETECTOR_LABELS ? path.resolve(env.DETECTOR_LABELS) : DEFAULT_LABEL_MAP_FILE;
   return { detector: detector as DetectorName, labelMapFile, maxBatch, maxBulkBatch };
 }
