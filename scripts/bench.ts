@@ -13,7 +13,7 @@ import type { AdminConfig } from './lib/admin-client.ts';
 import { createApplication, INSERT_BATCH, insertForm, waitForInsert, type AuthHeader, type InsertStatus } from './lib/api-client.ts';
 import { latencyOf, type Latency } from './lib/latency.ts';
 import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
-import { processKind, sampleMemory, type Memory } from './lib/memory.ts';
+import { cpuSeconds, processKind, sampleMemory, type Memory } from './lib/process-usage.ts';
 import { ROOT } from './lib/wrangler-env.ts';
 
 /**
@@ -81,6 +81,20 @@ async function measureInference(): Promise<RuntimeTimings[]> {
 }
 
 type Throughput = { images: number; failed: number; seconds: number; imagesPerSecond: number };
+/** CPU the Worker's and the inference service's processes used during a phase, in % of one core. */
+type CpuShare = Record<string, number>;
+
+/** Runs `phase`: its result, and the CPU the stack's processes used meanwhile. */
+async function withCpu<T>(phase: () => Promise<T>): Promise<T & { cpu: CpuShare }> {
+  const before = cpuSeconds(process.pid, processKind);
+  const started = performance.now();
+  const result = await phase();
+  const seconds = (performance.now() - started) / 1000;
+  const after = cpuSeconds(process.pid, processKind);
+  const cpu = Object.fromEntries([...after].map(([kind, used]) => [kind, Math.round((100 * (used - (before.get(kind) ?? 0))) / seconds)]));
+  return { ...result, cpu };
+}
+
 type InsertThroughput = Throughput & { errors: { im_name: string; error_code: number }[] };
 
 /** The images posted straight to the inference service's /predict with the consumer's tasks and concurrency. */
@@ -266,7 +280,15 @@ async function measureContention(stack: LocalStack, admin: AdminConfig, auth: Au
   };
 }
 
-async function measureThroughput(): Promise<{ raw: Throughput; insert: InsertThroughput; ratio: number; contention: Contention; memory: Record<string, Memory> }> {
+type Measured<T> = T & { cpu: CpuShare };
+
+async function measureThroughput(): Promise<{
+  raw: Measured<Throughput>;
+  insert: Measured<InsertThroughput>;
+  ratio: number;
+  contention: Contention;
+  memory: Record<string, Memory>;
+}> {
   const persistTo = path.join(ROOT, '.wrangler/bench-state');
   rmSync(persistTo, { recursive: true, force: true });
   const admin: AdminConfig = { baseUrl: '', token: 'bench-admin-token' };
@@ -280,12 +302,12 @@ async function measureThroughput(): Promise<{ raw: Throughput; insert: InsertThr
     const images: ImageServer = { url: `http://127.0.0.1:${imagesPort}/images`, files: imageFiles(), copies: Number(args.copies) };
     console.log(`Insert throughput: ${images.files.length * images.copies} images through /insert and the queue...`);
     const auth = await createApplication(admin, 'bench');
-    const insert = await insertThroughput(stack, auth, images, '');
+    const insert = await withCpu(() => insertThroughput(stack, auth, images, ''));
     // The images the Worker refused (too small, ...) never reach inference: the raw run leaves them out too.
     const refused = new Set(insert.errors.map(({ im_name }) => im_name));
     const accepted = Array.from({ length: images.copies }, (_, copy) => images.files.filter((file) => !refused.has(`${copy}-${file}`))).flat();
     console.log(`Raw inference throughput: ${accepted.length} images to /predict, ${CONSUMER_BATCH} at a time...`);
-    const raw = await rawThroughput(stack, accepted);
+    const raw = await withCpu(() => rawThroughput(stack, accepted));
     const contention = await measureContention(stack, admin, auth, images);
     return { raw, insert, ratio: insert.imagesPerSecond / raw.imagesPerSecond, contention, memory: memory.stop() };
   } finally {
@@ -341,6 +363,8 @@ async function main(): Promise<void> {
     `${insert.imagesPerSecond.toFixed(2)} images/s (${insert.images - insert.failed} of ${insert.images} in ${insert.seconds.toFixed(1)} s), ${(ratio * 100).toFixed(0)} % of raw`,
     `>= ${THROUGHPUT_TARGET * 100} % of raw: ${meets(ratio >= THROUGHPUT_TARGET)}`,
   ]);
+  const share = ({ cpu }: { cpu: CpuShare }): string => `inference ${cpu.inference ?? 0} %, Worker ${cpu.worker ?? 0} %`;
+  rows.push([`CPU, in % of one core of ${availableParallelism()}: during raw; during insert`, `${share(raw)}; ${share(insert)}`, '']);
   const { contention } = throughput;
   const { idle, duringIngest, insertWhileSearching } = contention;
   const steps = (timings: Record<string, number>): string =>

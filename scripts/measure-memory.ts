@@ -3,7 +3,7 @@ import path from 'node:path';
 import { predictForm } from '../inference/src/contract.ts';
 import { freePort } from '../test/support/free-port.ts';
 import { startLocalStack } from './lib/local-stack.ts';
-import { processKind, sampleMemory } from './lib/memory.ts';
+import { processKind, sampleMemory } from './lib/process-usage.ts';
 import { ROOT } from './lib/wrangler-env.ts';
 
 /**

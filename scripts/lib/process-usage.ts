@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 
-/** Resident memory of the local stack's processes, read from /proc: `npm run bench` and `npm run measure:memory`. */
+/** Resident memory and CPU time of the local stack's processes, read from /proc: `npm run bench` and `npm run measure:memory`. */
 
 export type Memory = { peakRssMiB: number; hwmMiB: number };
 
@@ -35,6 +35,22 @@ export function sampleMemory(root: number, group: (command: string) => string | 
       );
     },
   };
+}
+
+/** Clock ticks a second in /proc/<pid>/stat (USER_HZ, 100 on Linux). */
+const TICKS_PER_SECOND = 100;
+
+/** CPU seconds (user and system, every thread) the processes of a tree have used so far, summed by `group`. */
+export function cpuSeconds(root: number, group: (command: string) => string | undefined): Map<string, number> {
+  const used = new Map<string, number>();
+  for (const pid of descendants(root)) {
+    const label = group(readProc(pid, 'cmdline').replaceAll('\0', ' '));
+    // utime and stime: the 12th and 13th fields after the parenthesised command name.
+    const fields = readProc(pid, 'stat').split(') ')[1]?.split(' ');
+    if (!label || !fields) continue;
+    used.set(label, (used.get(label) ?? 0) + (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND);
+  }
+  return used;
 }
 
 const readProc = (pid: number, file: string): string => {
