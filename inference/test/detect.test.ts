@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
+import { iou } from '../src/models/detect/overlap.ts';
 import { cosine, IMAGES_DIR, startServer, type Box, type DetectedObject, type RunningServer } from './harness.ts';
 
 const EMBED_DIM = 448;
@@ -224,14 +225,6 @@ function assertWellFormed(objects: DetectedObject[], types: string[], within: Bo
       if (other.type === object.type) assert.ok(iou(other.box, object.box) <= 0.5, 'same-type boxes overlap at most IoU 0.5');
     }
   }
-}
-
-function iou(a: Box, b: Box): number {
-  const width = Math.min(a[2], b[2]) - Math.max(a[0], b[0]);
-  const height = Math.min(a[3], b[3]) - Math.max(a[1], b[1]);
-  if (width <= 0 || height <= 0) return 0;
-  const area = (box: Box) => (box[2] - box[0]) * (box[3] - box[1]);
-  return (width * height) / (area(a) + area(b) - width * height);
 }
 
 function norm(vector: number[]): number {

@@ -19,7 +19,7 @@ import { readSearchOptions } from '../search/options';
 import { searchQuota } from '../search/quota';
 import { emptySearchPage, noObjects } from '../search/paging';
 import { requireCollection } from '../search/collection';
-import { analyzeQuery } from '../search/query-analysis';
+import { analyzeBox, analyzeImage, type QueryRegion } from '../search/query-analysis';
 import { keepQueryImage, resolveQueryImage } from '../search/query-image';
 import { readRegion } from '../search/region';
 import { searchSimilar } from '../search/similar';
@@ -30,9 +30,10 @@ const factory = createFactory<AppEnv>();
 
 
 /**
- * What both upload searches do first: read and check the parameters, then resolve, analyse and start keeping the
- * query image. Parameters are checked before anything is downloaded or processed, and nothing is kept for a refused
- * image.
+ * What both upload searches do first: read and check the parameters, then resolve and analyse the query image (the
+ * whole image once, kept with it for later searches by `im_id`; a box that names no detected object on its own),
+ * and start keeping it. Parameters are checked before anything is downloaded or processed, and nothing is kept for a
+ * refused image.
  */
 async function prepare(c: Context<AppEnv>, endpoint: { limitName: 'limit' | 'result_limit'; allowPoints: boolean }) {
   const { params, app } = c.var;
@@ -47,34 +48,48 @@ async function prepare(c: Context<AppEnv>, endpoint: { limitName: 'limit' | 'res
   await requireCollection(c.env.DB, app.id);
 
   const query = await wrapTime(c, 'image', resolveQueryImage(c.env, app.id, params));
-  const analysis = await wrapTime(c, 'inference', analyzeQuery(c.env, query, region));
+  const analysis = query.analysis ?? (await wrapTime(c, 'inference', analyzeImage(c.env, query.bytes)));
   const mode = detectionMode(detection, analysis.types);
+  const box = region.kind === 'box' ? await wrapTime(c, 'box', analyzeBox(c.env, query.bytes, region.box, analysis, { mode, sensitivity })) : undefined;
   // Kept while the index is searched (each route awaits both): the answer still names an im_id that is there.
-  const kept = wrapTime(c, 'keep', keepQueryImage(c.env, app.id, query));
+  const kept = wrapTime(c, 'keep', keepQueryImage(c.env, app.id, query, analysis));
   const search = (vector: number[], objectType: string | undefined) =>
     searchSimilar(c.env, { appId: app.id, space: 'visual', vector, objectType }, options);
-  return { options, paging: options.paging, region, sensitivity, query, analysis, mode, search, kept };
+  return { options, paging: options.paging, region, sensitivity, query, analysis, box, mode, search, kept };
 }
 
-/** Search by image (spec 4.5): the primary object (or the object at a point, or the box) is searched. */
-const uploadSearch = factory.createHandlers(endpoint('uploadsearch', { failureFields: emptySearchPage }), authenticate({ allowAppKey: true }), searchQuota, async (c) => {
-  const { options, paging, region, sensitivity, query, analysis, mode, search, kept } = await prepare(c, { limitName: 'limit', allowPoints: false });
-  const point = region.kind === 'points' ? region.points[0] : undefined;
-  const detected = point ? [objectAt(analysis.objects, mode, point)].filter((object) => object !== undefined) : keptObjects(analysis.objects, mode, sensitivity);
-  const primary: DetectedObject | undefined = detected[0];
+/** A searched region that is no detected object, as the answers show it: `other`, unless an object fills it. */
+const regionAsObject = (region: QueryRegion, filling?: DetectedObject): SearchTarget => ({
+  object: { type: filling?.type ?? 'other', score: filling?.score ?? 1, ...region },
+  objectType: filling?.type,
+});
 
-  const [page] = await Promise.all([wrapTime(c, 'index', search(primary?.embedding ?? analysis.region.embedding, primary?.type)), kept]);
+type SearchTarget = { object: Pick<DetectedObject, 'type' | 'score' | 'box' | 'embedding'>; objectType: string | undefined };
+const asTarget = (object: DetectedObject): SearchTarget => ({ object, objectType: object.type });
+
+/** Search by image (spec 4.5): the primary object, the object at a point, or what the box names, is searched. */
+const uploadSearch = factory.createHandlers(endpoint('uploadsearch', { failureFields: emptySearchPage }), authenticate({ allowAppKey: true }), searchQuota, async (c) => {
+  const { options, paging, region, sensitivity, query, analysis, box, mode, search, kept } = await prepare(c, { limitName: 'limit', allowPoints: false });
+  // Spec 4.5: `product_types` lists the detected objects; the first is the one searched.
+  let detected: SearchTarget[];
+  if (box) detected = [box.kind === 'object' ? asTarget(box.object) : regionAsObject(box.content, box.filling)];
+  else if (region.kind === 'points') detected = [objectAt(analysis.objects, mode, region.points[0]!)].filter((object) => object !== undefined).map(asTarget);
+  else detected = keptObjects(analysis.objects, mode, sensitivity).map(asTarget);
+  const target = detected[0];
+
+  const searched = target?.object ?? analysis.whole;
+  const [page] = await Promise.all([wrapTime(c, 'index', search(searched.embedding, target?.objectType)), kept]);
   return c.json({
     status: 'OK',
     method: 'uploadsearch',
     error: [],
     page: paging.page,
     limit: paging.limit,
-    product_types: detected.map(describeObject),
+    product_types: detected.map(({ object }) => describeObject(object)),
     product_types_list: typeList(analysis.types),
     ...page,
     im_id: query.imId,
-    ...(options.qinfo ? { qinfo: { im_id: query.imId, box: primary?.box ?? analysis.region.box, type: primary?.type ?? null } } : {}),
+    ...(options.qinfo ? { qinfo: { im_id: query.imId, box: searched.box, type: target?.objectType ?? null } } : {}),
     reqid: c.var.reqid,
   });
 });
@@ -82,21 +97,24 @@ const uploadSearch = factory.createHandlers(endpoint('uploadsearch', { failureFi
 /** Multiple product search (spec 4.6): every detected object (or the object at each point) gets its own results. */
 const discoverSearch = factory.createHandlers(endpoint('discoversearch', { failureFields: noObjects }), authenticate({ allowAppKey: true }), searchQuota, async (c) => {
   const detectionLimit = readParam(c.var.params, DETECTION, 'detection_limit');
-  const { options, paging, region, sensitivity, query, analysis, mode, search, kept } = await prepare(c, {
+  const { options, paging, region, sensitivity, query, analysis, box, mode, search, kept } = await prepare(c, {
     limitName: 'result_limit',
     allowPoints: true,
   });
 
-  let targets: { object: Pick<DetectedObject, 'type' | 'score' | 'box' | 'embedding'>; objectType: string | undefined }[];
-  if (mode.kind === 'off') {
-    // Detection off: the whole image (or the box) is searched as one object.
-    targets = [{ object: { type: 'other', score: 1, ...analysis.region }, objectType: undefined }];
-  } else {
+  let targets: SearchTarget[];
+  if (box?.kind === 'object') targets = [asTarget(box.object)];
+  else if (box) {
+    // Spec 4.6: only the area inside the box is analysed: the objects found there, or the box itself without one.
+    const inside = box.inside.slice(0, detectionLimit);
+    targets = inside.length > 0 ? inside.map(asTarget) : [regionAsObject(box.content)];
+  } else if (mode.kind === 'off') targets = [regionAsObject(analysis.whole)];
+  else {
     const objects =
       region.kind === 'points'
         ? [...new Set(region.points.map((point) => objectAt(analysis.objects, mode, point)).filter((object) => object !== undefined))]
         : keptObjects(analysis.objects, mode, sensitivity).slice(0, detectionLimit);
-    targets = objects.map((object) => ({ object, objectType: object.type }));
+    targets = objects.map(asTarget);
   }
 
   const searching = Promise.all(
@@ -116,7 +134,7 @@ const discoverSearch = factory.createHandlers(endpoint('discoversearch', { failu
     objects,
     object_types_list: typeList(analysis.types),
     im_id: query.imId,
-    ...(options.qinfo ? { qinfo: { im_id: query.imId, box: analysis.region.box, detection: mode.kind === 'type' ? mode.type : mode.kind } } : {}),
+    ...(options.qinfo ? { qinfo: { im_id: query.imId, box: box?.kind === 'content' ? box.content.box : analysis.whole.box, detection: mode.kind === 'type' ? mode.type : mode.kind } } : {}),
     reqid: c.var.reqid,
   });
 });

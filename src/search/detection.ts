@@ -37,7 +37,8 @@ export function detectionMode(raw: string | undefined, types: string[]): Detecti
 export const readSensitivity = (params: RequestParams): Sensitivity =>
   readParam(params, DETECTION, 'detection_sensitivity');
 
-const ofMode = (objects: DetectedObject[], mode: DetectionMode): DetectedObject[] =>
+/** The objects a `detection` mode asks for. */
+export const ofMode = (objects: DetectedObject[], mode: DetectionMode): DetectedObject[] =>
   mode.kind === 'off' ? [] : mode.kind === 'all' ? objects : objects.filter((object) => object.type === mode.type);
 
 /** The objects a mode and sensitivity keep, most confident first (the detector answers them in that order). */

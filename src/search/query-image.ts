@@ -6,7 +6,8 @@ import { file, readParam, text } from '../http/param-schema';
 import type { RequestParams } from '../http/params';
 import { hasSupportedDimensions, probeImage, type ImageInfo } from '../images/probe';
 import { putImageBlob, queryBlobKey } from '../storage/blobs';
-import { findQueryImage, insertQueryImage } from '../storage/query-images';
+import { findQueryImage, insertQueryImage, setQueryImageAnalysis } from '../storage/query-images';
+import type { QueryAnalysis } from './query-analysis';
 
 /** Spec 4.5: an uploaded query image is at most 10 MB; an image URL is held to the same. */
 export const MAX_QUERY_IMAGE_BYTES = 10 * 1024 * 1024;
@@ -23,8 +24,11 @@ export const QUERY_IMAGE = {
 
 const tooLarge = (): ApiError => new ApiError(413, 'The image file exceeds the 10MB limit.');
 
-/** `isNew`: an upload or a download, not kept yet (keepQueryImage); otherwise read back by its `im_id`. */
-export type QueryImage = { imId: string; bytes: Uint8Array; info: ImageInfo; isNew: boolean };
+/**
+ * `isNew`: an upload or a download, not kept yet (keepQueryImage); otherwise read back by its `im_id`, with the
+ * analysis kept beside it (absent for an image kept before analyses were).
+ */
+export type QueryImage = { imId: string; bytes: Uint8Array; info: ImageInfo; isNew: boolean; analysis?: QueryAnalysis };
 
 const newImId = (): string => crypto.randomUUID().replaceAll('-', '');
 
@@ -64,7 +68,8 @@ export async function resolveQueryImage(env: Env, appId: string, params: Request
     const stored = row && (await env.BLOBS.get(row.blob_key));
     if (!row || !stored) throw new ApiError(404, 'Image not found with im_id.');
     const info = { format: row.format as ImageInfo['format'], width: row.width, height: row.height };
-    return { imId, bytes: new Uint8Array(await stored.arrayBuffer()), info, isNew: false };
+    const bytes = new Uint8Array(await stored.arrayBuffer());
+    return { imId, bytes, info, isNew: false, ...(row.analysis ? { analysis: JSON.parse(row.analysis) as QueryAnalysis } : {}) };
   }
 
   let bytes: Uint8Array;
@@ -78,11 +83,13 @@ export async function resolveQueryImage(env: Env, appId: string, params: Request
 }
 
 /**
- * Keeps a new query image (R2 and D1) under its `im_id`. Called once the image has been analysed, so that one the
- * inference service cannot read (or whose box lies outside it) leaves nothing behind.
+ * Keeps a new query image (R2 and D1) under its `im_id` with its analysis, or the analysis of a kept image that had
+ * none. Called once the image has been analysed, so that one the inference service cannot read (or whose box lies
+ * outside it) leaves nothing behind.
  */
-export async function keepQueryImage(env: Env, appId: string, query: QueryImage): Promise<void> {
-  if (!query.isNew) return;
-  await putImageBlob(env.BLOBS, queryBlobKey(appId, query.imId), query.bytes, query.info.format);
-  await insertQueryImage(env.DB, appId, query.imId, query.info);
+export async function keepQueryImage(env: Env, appId: string, query: QueryImage, analysis: QueryAnalysis): Promise<void> {
+  if (query.isNew) {
+    await putImageBlob(env.BLOBS, queryBlobKey(appId, query.imId), query.bytes, query.info.format);
+    await insertQueryImage(env.DB, appId, query.imId, query.info, JSON.stringify(analysis));
+  } else if (!query.analysis) await setQueryImageAnalysis(env.DB, appId, query.imId, JSON.stringify(analysis));
 }

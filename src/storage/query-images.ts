@@ -2,13 +2,19 @@ import type { ImageInfo } from '../images/probe';
 import { formatTimestamp } from '../time';
 import { deleteBlobs, queryBlobKey } from './blobs';
 
-export type QueryImageRow = { id: string; blob_key: string; format: string; width: number; height: number };
+/** `analysis`: JSON of what the inference service found in the image, or null if not stored yet. */
+export type QueryImageRow = { id: string; blob_key: string; format: string; width: number; height: number; analysis: string | null };
 
-export async function insertQueryImage(db: D1Database, appId: string, imId: string, info: ImageInfo): Promise<void> {
+export async function insertQueryImage(db: D1Database, appId: string, imId: string, info: ImageInfo, analysis: string): Promise<void> {
   await db
-    .prepare('INSERT INTO query_images (id, app_id, blob_key, format, width, height, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
-    .bind(imId, appId, queryBlobKey(appId, imId), info.format, info.width, info.height, formatTimestamp())
+    .prepare('INSERT INTO query_images (id, app_id, blob_key, format, width, height, analysis, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+    .bind(imId, appId, queryBlobKey(appId, imId), info.format, info.width, info.height, analysis, formatTimestamp())
     .run();
+}
+
+/** Stores the analysis of a query image kept without one. */
+export async function setQueryImageAnalysis(db: D1Database, appId: string, imId: string, analysis: string): Promise<void> {
+  await db.prepare('UPDATE query_images SET analysis = ? WHERE app_id = ? AND id = ?').bind(analysis, appId, imId).run();
 }
 
 /**
@@ -22,7 +28,7 @@ const expiredBefore = (now: Date): string => formatTimestamp(new Date(now.getTim
 /** The application's own query image, while it has not expired; another application's im_id is unknown. */
 export async function findQueryImage(db: D1Database, appId: string, imId: string, now = new Date()): Promise<QueryImageRow | null> {
   return db
-    .prepare('SELECT id, blob_key, format, width, height FROM query_images WHERE app_id = ? AND id = ? AND created_at >= ?')
+    .prepare('SELECT id, blob_key, format, width, height, analysis FROM query_images WHERE app_id = ? AND id = ? AND created_at >= ?')
     .bind(appId, imId, expiredBefore(now))
     .first<QueryImageRow>();
 }

@@ -123,14 +123,19 @@ export type DiscoverBody = Omit<UploadBody, 'product_types' | 'product_types_lis
 
 export const imageBytes = async (path: string): Promise<Blob> => new Blob([await (await fetch(fixtureUrl(path))).arrayBuffer()]);
 
-/** A multipart search call (`/uploadsearch`, `/discoversearch`): file parts for Blobs, text parts for strings, repeated for arrays. */
-export async function post<T>(app: Credentials | null, endpoint: string, fields: Record<string, string | string[] | Blob>): Promise<{ status: number; body: T }> {
+/** A search call's multipart form: file parts for Blobs, text parts for strings, repeated for arrays. */
+export function searchForm(fields: Record<string, string | string[] | Blob>): FormData {
   const form = new FormData();
   for (const [name, value] of Object.entries(fields)) {
     if (value instanceof Blob) form.append(name, value, 'query-image');
     else for (const item of [value].flat()) form.append(name, item);
   }
-  const response = await call(endpoint, { method: 'POST', body: form, ...(app ? { headers: basicAuth(app) } : {}) });
+  return form;
+}
+
+/** A multipart search call (`/uploadsearch`, `/discoversearch`). */
+export async function post<T>(app: Credentials | null, endpoint: string, fields: Record<string, string | string[] | Blob>): Promise<{ status: number; body: T }> {
+  const response = await call(endpoint, { method: 'POST', body: searchForm(fields), ...(app ? { headers: basicAuth(app) } : {}) });
   return { status: response.status, body: await response.json<T>() };
 }
 

@@ -5,6 +5,7 @@
  */
 import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { iou } from '../../inference/src/models/detect/overlap';
 import {
   basicAuth,
   call,
@@ -162,10 +163,3 @@ describe('hostile images', () => {
     expect(body.result[0]!.score).toBeGreaterThan(0.97);
   });
 });
-
-function iou(a: number[], b: number[]): number {
-  const width = Math.max(0, Math.min(a[2]!, b[2]!) - Math.max(a[0]!, b[0]!));
-  const height = Math.max(0, Math.min(a[3]!, b[3]!) - Math.max(a[1]!, b[1]!));
-  const area = (box: number[]) => (box[2]! - box[0]!) * (box[3]! - box[1]!);
-  return (width * height) / (area(a) + area(b) - width * height);
-}

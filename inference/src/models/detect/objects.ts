@@ -3,6 +3,7 @@ import type { Box, ImageView } from '../../image/view.ts';
 import type { Detection } from './detector.ts';
 import type { LabelMap } from './label-map.ts';
 import type { ProductType } from './product-types.ts';
+import { iou } from './overlap.ts';
 
 /** Detections scoring below this are not reported (human's own default for this model). */
 export const DETECT_MIN_SCORE = 0.2;
@@ -58,16 +59,6 @@ export function toViewPixels(box: Box, view: ImageView): Box {
   const scaleX = view.pixels.width / (vx2 - vx1);
   const scaleY = view.pixels.height / (vy2 - vy1);
   return [(box[0] - vx1) * scaleX, (box[1] - vy1) * scaleY, (box[2] - vx1) * scaleX, (box[3] - vy1) * scaleY];
-}
-
-/** Intersection over union of two boxes. */
-export function iou(a: Box, b: Box): number {
-  const width = Math.min(a[2], b[2]) - Math.max(a[0], b[0]);
-  const height = Math.min(a[3], b[3]) - Math.max(a[1], b[1]);
-  if (width <= 0 || height <= 0) return 0;
-  const intersection = width * height;
-  const area = (box: Box) => (box[2] - box[0]) * (box[3] - box[1]);
-  return intersection / (area(a) + area(b) - intersection);
 }
 
 /** Share of each side added around an object's box for its embedding crop. */

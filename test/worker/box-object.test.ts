@@ -1,0 +1,123 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { env } from 'cloudflare:test';
+import {
+  basicAuth,
+  call,
+  createApp,
+  discoversearch,
+  fixtureUrl,
+  imageBytes,
+  insertAndWait,
+  searchForm,
+  uploadsearch,
+  type Credentials,
+  type DetectedObject,
+  type ResultItem,
+  type UploadBody,
+} from './helpers';
+
+/**
+ * Issue 20, rule 1: a box (or a point) that names an object the detector sees in the whole image is that object. The
+ * same object searched by `/discoversearch`, by its point and by its box has the same type, score and results; any
+ * other box is searched as its own content. Scenes with several detected objects of the bundled COCO detector.
+ */
+const SCENES = ['opencv-doc_plant.jpg', 'opencv-doc_building.jpg', 'opencv-doc_aloeL.jpg', 'opencv-doc_board.jpg', 'opencv-doc_scenetext03.jpg', 'opencv-doc_left.jpg'];
+const CATALOG = [...SCENES, 'skimage_chelsea.jpg', 'hobbies_camera_35mm.png', 'household_dishes_pitcher_small.png', 'animals_mammals_cats_tiger.png'];
+const nameOf = (file: string): string => file.replace(/\.[a-z]+$/, '');
+
+type Found = DetectedObject & { total: number; result: ResultItem[] };
+const area = (box: number[]): number => (box[2]! - box[0]!) * (box[3]! - box[1]!);
+const inside = (box: number[], [x, y]: [number, number]): boolean => x >= box[0]! && x <= box[2]! && y >= box[1]! && y <= box[3]!;
+
+/** A point in the object that no smaller object holds: the point that names it (the smallest object at a point). */
+function pointOf(object: Found, objects: Found[]): [number, number] | undefined {
+  const smaller = objects.filter((other) => other !== object && area(other.box) <= area(object.box));
+  const [x1, y1, x2, y2] = object.box as [number, number, number, number];
+  for (let fy = 0.5; fy < 1; fy += 0.1) {
+    for (const fx of [0.5, 0.3, 0.7, 0.15, 0.85]) {
+      for (const y of [y1 + (y2 - y1) * fy, y1 + (y2 - y1) * (1 - fy)]) {
+        const point: [number, number] = [Math.round(x1 + (x2 - x1) * fx), Math.round(y)];
+        if (!smaller.some((other) => inside(other.box, point))) return point;
+      }
+    }
+  }
+  return undefined;
+}
+
+const firstResult = (result: ResultItem[]) => result[0] && { im_name: result[0].im_name, score: result[0].score };
+
+describe('a box or a point names the object the detector sees', () => {
+  let app: Credentials;
+  /** Per scene: its im_id and every object `/discoversearch` reports at `high`. */
+  const scenes = new Map<string, { imId: string; objects: Found[] }>();
+
+  beforeAll(async () => {
+    app = await createApp('boxes');
+    await insertAndWait(app, CATALOG.map((file) => ({ im_name: nameOf(file), im_url: fixtureUrl(`/images/${file}`) })));
+    for (const file of SCENES) {
+      const { body } = await discoversearch(app, { image: await imageBytes(`/images/${file}`), detection_sensitivity: 'high', detection_limit: '30', score: 'true' });
+      expect(body.status).toBe('OK');
+      scenes.set(file, { imId: body.im_id, objects: body.objects });
+    }
+  });
+
+  it('the scenes hold enough detected objects to compare', () => {
+    expect([...scenes.values()].reduce((sum, scene) => sum + scene.objects.length, 0)).toBeGreaterThanOrEqual(20);
+  });
+
+  it.each(SCENES)('%s: every object found by discover, by its box and by its point has the same type, score and results', async (file) => {
+    const { imId, objects } = scenes.get(file)!;
+    for (const object of objects) {
+      const expected = { type: object.type, score: object.score, box: object.box };
+      const byBox = await uploadsearch(app, { im_id: imId, box: object.box.join(','), score: 'true' });
+      expect(byBox.body.product_types, `${file} box ${object.box}`).toEqual([{ ...expected, attributes: {} }]);
+      expect(firstResult(byBox.body.result)).toEqual(firstResult(object.result));
+      expect(byBox.body.total).toBe(object.total);
+
+      const point = pointOf(object, objects);
+      if (!point) continue;
+      const byPoint = await uploadsearch(app, { im_id: imId, box: `${point},${point}`, score: 'true' });
+      expect(byPoint.body.product_types, `${file} point ${point}`).toEqual([{ ...expected, attributes: {} }]);
+      expect(firstResult(byPoint.body.result)).toEqual(firstResult(object.result));
+      const discoveredAt = await discoversearch(app, { im_id: imId, point: point.join(','), score: 'true' });
+      expect(discoveredAt.body.objects).toHaveLength(1);
+      expect(discoveredAt.body.objects[0]).toMatchObject(expected);
+      expect(firstResult(discoveredAt.body.objects[0]!.result)).toEqual(firstResult(object.result));
+    }
+  });
+
+  it('a box drawn loosely around an object is still that object, reported with the detector box', async () => {
+    const { imId, objects } = scenes.get('opencv-doc_plant.jpg')!;
+    const pot = objects[0]!;
+    const [x1, y1, x2, y2] = pot.box as [number, number, number, number];
+    const loose = [x1 - 12, y1 - 9, x2 + 10, y2 + 6].map((value) => Math.max(0, value));
+    const { body } = await uploadsearch(app, { im_id: imId, box: loose.join(','), score: 'true' });
+    expect(body.product_types).toEqual([{ type: pot.type, attributes: {}, score: pot.score, box: pot.box }]);
+    expect(firstResult(body.result)).toEqual(firstResult(pot.result));
+  });
+
+  it('a box that names no detected object is searched as its own content, type other', async () => {
+    const { imId, objects } = scenes.get('opencv-doc_plant.jpg')!;
+    const empty = [0, 0, 60, 60];
+    expect(objects.some((object) => inside(object.box, [30, 30]))).toBe(false);
+    const { body } = await uploadsearch(app, { im_id: imId, box: empty.join(','), score: 'true', qinfo: 'true' });
+    expect(body.status).toBe('OK');
+    expect(body.product_types).toEqual([{ type: 'other', attributes: {}, score: 1, box: empty }]);
+    expect(body.result.length).toBeGreaterThan(0);
+    const discovered = await discoversearch(app, { im_id: imId, box: empty.join(',') });
+    expect(discovered.body.objects.map(({ type, box }) => ({ type, box }))).toEqual([{ type: 'other', box: empty }]);
+  });
+
+  it('a search by im_id reuses the kept analysis instead of running inference on the whole image again', async () => {
+    const upload = (fields: Record<string, string | Blob>) => call('/uploadsearch', { method: 'POST', headers: basicAuth(app), body: searchForm(fields) });
+    const first = await upload({ image: await imageBytes('/images/opencv-doc_plant.jpg') });
+    expect(first.headers.get('server-timing')).toMatch(/inference;/);
+    const firstBody = await first.json<UploadBody>();
+    const row = await env.DB.prepare('SELECT analysis FROM query_images WHERE id = ?').bind(firstBody.im_id).first<{ analysis: string }>();
+    expect(JSON.parse(row!.analysis).objects.length).toBeGreaterThan(0);
+    const again = await upload({ im_id: firstBody.im_id });
+    expect(again.status).toBe(200);
+    expect(again.headers.get('server-timing')).not.toMatch(/inference;/);
+    expect((await again.json<UploadBody>()).product_types).toEqual(firstBody.product_types);
+  });
+});
