@@ -355,6 +355,7 @@ async function main(): Promise<void> {
   for (const t of inference) {
     rows.push([`embed, ${t.runtime} (ms/image: step; network)`, `${ms(t.embedStep)}; ${ms(t.embedNetwork)}, batch of 8 ${ms(t.embedNetworkBatchOf8)}`, '']);
     rows.push([`detect, ${t.runtime} (ms/image: step; network)`, `${ms(t.detectStep)}; ${ms(t.detectNetwork)}`, '']);
+    rows.push([`pose, ${t.runtime} (ms per detected person: step; network)`, `${ms(t.poseStep)}; ${ms(t.poseNetwork)}`, '']);
   }
   const { raw, insert, ratio } = throughput;
   rows.push([`raw inference, embed+detect+colors, ${CONSUMER_BATCH} at a time`, `${raw.imagesPerSecond.toFixed(2)} images/s (${raw.images} in ${raw.seconds.toFixed(1)} s)`, '']);

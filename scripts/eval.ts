@@ -8,17 +8,22 @@ import { IMAGES_DIR as IMAGES_DIR_DEFAULT } from '../test/fixtures/images.ts';
 import { freePort } from '../test/support/free-port.ts';
 import { createApplication, imageNameOf, INSERT_BATCH, insertForm, waitForInsert, type AuthHeader } from './lib/api-client.ts';
 import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
+import { loadDetectionTruth, FIXTURES_DIR, overall, precisionRecall, scoreImage, type Detected, type TypeCounts } from './lib/detection-truth.ts';
 import { flattenedOriginal, TRANSFORMS } from './lib/near-duplicates.ts';
 import { ROOT } from './lib/wrangler-env.ts';
 
 /**
- * `npm run eval [-- --images <folder>]`: search quality through the real service (the local stack, as `npm start`
- * runs it). Inserts every valid image of the folder by URL, then (a) searches near-duplicate copies of each with
- * /uploadsearch and looks for the original (R@1, R@5, mAP), and (b) searches each object cut-out with /search and
- * counts the other cut-outs of its category among the first five (manifest.json's `kind` and `category`).
+ * `npm run eval [-- --images <folder>] [--detection-only]`: search quality through the real service (the local stack,
+ * as `npm start` runs it). Inserts every valid image of the folder by URL, then (a) searches near-duplicate copies of
+ * each with /uploadsearch and looks for the original (R@1, R@5, mAP), (b) searches each object cut-out with /search
+ * and counts the other cut-outs of its category among the first five (manifest.json's `kind` and `category`), and
+ * (c) sends each photo of the hand-drawn detection ground truth to /discoversearch at both sensitivities and counts
+ * precision and recall per type at IoU 0.5 (scripts/lib/detection-truth.ts). `--detection-only` runs (c) alone.
  */
 
-const { values: args } = parseArgs({ options: { images: { type: 'string', default: IMAGES_DIR_DEFAULT } } });
+const { values: args } = parseArgs({
+  options: { images: { type: 'string', default: IMAGES_DIR_DEFAULT }, 'detection-only': { type: 'boolean', default: false } },
+});
 const IMAGES_DIR = path.resolve(args.images);
 const STATE_DIR = path.join(ROOT, '.wrangler/eval-state');
 const REPORT_FILE = path.join(ROOT, '.local/eval.json');
@@ -68,17 +73,18 @@ async function main(): Promise<void> {
   console.log(`inserted ${inserted.length} images in ${insertSeconds.toFixed(0)} s${failed.size ? `; failed: ${[...failed].join(', ')}` : ''}`);
 
   const searchStarted = performance.now();
-  const nearDuplicates = await evaluateNearDuplicates(api, inserted);
-  const categories = await evaluateCategories(api, inserted);
+  const retrieval = args['detection-only'] ? undefined : { nearDuplicates: await evaluateNearDuplicates(api, inserted), categories: await evaluateCategories(api, inserted) };
+  const detection = await evaluateDetection(api);
   const searchSeconds = (performance.now() - searchStarted) / 1000;
 
-  printTable(nearDuplicates, categories);
+  if (retrieval) printTable(retrieval.nearDuplicates, retrieval.categories);
+  printDetectionTable(detection);
   const report = {
     images: { folder: IMAGES_DIR, inserted: inserted.length, skipped, failed: [...failed] },
     settings: { endpoint: '/uploadsearch', upload: 'image bytes', detection: DETECTION_OFF, limit: SEARCH_LIMIT, seed: SEED },
     transforms: TRANSFORMS.map(({ name, description, draws }) => ({ name, description, draws })),
-    nearDuplicates,
-    categories,
+    ...retrieval,
+    detection,
     seconds: { insert: insertSeconds, search: searchSeconds, total: (performance.now() - started) / 1000 },
   };
   await mkdir(path.dirname(REPORT_FILE), { recursive: true });
@@ -253,6 +259,54 @@ function printTable(nearDuplicates: NearDuplicateReport, categories: CategoryRep
   for (const [name, s] of [['fine category (shared with another cut-out)', categories.fine], ['top-level category', categories.top]] as const) {
     console.log(`| ${name} | ${s.queries} | ${percent(s.precisionAt5)} | ${percent(s.ceiling)} |`);
   }
+}
+
+const SENSITIVITIES = ['low', 'high'] as const;
+type Sensitivity = (typeof SENSITIVITIES)[number];
+/** Per sensitivity: every type's counts over all labelled photos, and over the photos of people alone. */
+type DetectionReport = Record<Sensitivity, { all: Record<string, TypeCounts>; people: Record<string, TypeCounts> }>;
+
+/**
+ * Each photo of the ground truth uploaded to /discoversearch, every object it reports (detection_limit 30) scored
+ * against the drawn boxes (scripts/lib/detection-truth.ts).
+ */
+async function evaluateDetection(api: Api): Promise<DetectionReport> {
+  const truth = await loadDetectionTruth();
+  const people = new Set(truth.people);
+  const counts = Object.fromEntries(SENSITIVITIES.map((sensitivity) => [sensitivity, { all: new Map(), people: new Map() }])) as Record<
+    Sensitivity,
+    { all: Map<string, TypeCounts>; people: Map<string, TypeCounts> }
+  >;
+  await forEachConcurrently(truth.images.values(), async (image) => {
+    const bytes = await readFile(path.join(FIXTURES_DIR, image.file));
+    for (const sensitivity of SENSITIVITIES) {
+      const form = new FormData();
+      form.set('image', new Blob([bytes]), path.basename(image.file));
+      form.set('detection_sensitivity', sensitivity);
+      form.set('detection_limit', '30');
+      form.set('result_limit', '1');
+      const { objects } = await api.call<{ objects: Detected[] }>('/discoversearch', form);
+      scoreImage(image, objects, counts[sensitivity].all);
+      if (people.has(image.file)) scoreImage(image, objects, counts[sensitivity].people);
+    }
+  });
+  const sorted = (map: Map<string, TypeCounts>) => Object.fromEntries([...map].sort(([a], [b]) => a.localeCompare(b)));
+  return Object.fromEntries(SENSITIVITIES.map((sensitivity) => [sensitivity, { all: sorted(counts[sensitivity].all), people: sorted(counts[sensitivity].people) }])) as DetectionReport;
+}
+
+function printDetectionTable(report: DetectionReport): void {
+  const cell = (counts: TypeCounts | undefined) => {
+    const { truth, found, tp, precision, recall } = precisionRecall(counts ?? { tp: [], fp: [], fn: 0 });
+    const percent = (share: number | null) => (share === null ? '-' : (share * 100).toFixed(0));
+    return `${percent(precision)} (${tp}/${found}) | ${percent(recall)} (${tp}/${truth})`;
+  };
+  const types = [...new Set(SENSITIVITIES.flatMap((sensitivity) => Object.keys(report[sensitivity].all)))].sort();
+  console.log('\n| detection (/discoversearch, IoU 0.5) | precision % low | recall % low | precision % high | recall % high |');
+  console.log('| --- | --- | --- | --- | --- |');
+  for (const type of types) console.log(`| ${type} | ${SENSITIVITIES.map((sensitivity) => cell(report[sensitivity].all[type])).join(' | ')} |`);
+  const total = (sensitivity: Sensitivity, set: 'all' | 'people') => overall(Object.values(report[sensitivity][set]));
+  console.log(`| **all types** | ${SENSITIVITIES.map((sensitivity) => cell(total(sensitivity, 'all'))).join(' | ')} |`);
+  console.log(`| people photos, all types | ${SENSITIVITIES.map((sensitivity) => cell(total(sensitivity, 'people'))).join(' | ')} |`);
 }
 
 /** Runs `task` over `items` with CONCURRENCY calls in flight. */

@@ -1,5 +1,5 @@
 /**
- * Times the embedder and the detector on each runtime, on the same real
+ * Times the embedder, the detector and the pose model on each runtime, on the same real
  * images, after the models' warm-up: the network alone (one fixed input,
  * also as a batch of 8 for the embedder; medians of many calls) and the
  * model's whole step per image (resize or letterbox + network + pooling or
@@ -19,6 +19,7 @@ import { decodeImage, type RgbPixels } from '../src/image/decode.ts';
 import { CENTERNET_SOURCE, loadCenterNet, toCenterNetInput } from '../src/models/detect/centernet.ts';
 import { loadEmbedder } from '../src/models/embed/embedder.ts';
 import { MOBILENET_V2_NODES, MOBILENET_V2_SOURCE, toMobileNetV2Input } from '../src/models/embed/mobilenet-v2.ts';
+import { loadMoveNet, MOVENET_SOURCE, toMoveNetInput } from '../src/models/pose/movenet.ts';
 import { createOnnxRuntime } from '../src/runtime/onnxruntime.ts';
 import type { Float32Tensor, Runtime } from '../src/runtime/runtime.ts';
 import { createTfjsWasmRuntime } from '../src/runtime/tfjs-wasm.ts';
@@ -35,6 +36,9 @@ export type RuntimeTimings = {
   embedStep: number;
   detectNetwork: number;
   detectStep: number;
+  /** Per person: the step takes the whole image as the person's box (crop, resize, network), whatever it shows. */
+  poseNetwork: number;
+  poseStep: number;
 };
 
 /** The first `images` JPEG and PNG files of `dir`, in name order, decoded as the service decodes them. */
@@ -62,6 +66,9 @@ export async function measureRuntime(label: string, create: () => Promise<Runtim
   const detector = await loadCenterNet(runtime);
   const embedSession = await runtime.load(MOBILENET_V2_SOURCE);
   const detectSession = await runtime.load(CENTERNET_SOURCE);
+  const pose = await loadMoveNet(runtime);
+  const poseSession = await runtime.load(MOVENET_SOURCE);
+  const poseInput = (await toMoveNetInput(images[0]!, [0, 0, images[0]!.width, images[0]!.height])).input;
   const embedInput = await toMobileNetV2Input(images[0]!, 'fill');
   const embedBatch = repeat(embedInput, BATCH);
   const detectInput = (await toCenterNetInput(images[0]!)).input;
@@ -74,6 +81,8 @@ export async function measureRuntime(label: string, create: () => Promise<Runtim
     embedStep: await msPerImage(images, rounds, (pixels) => embedder.embed(pixels)),
     detectNetwork: await msPerCall(() => detectSession.run(detectInput, CENTERNET_SOURCE.outputs), 15),
     detectStep: await msPerImage(images, rounds, (pixels) => detector.detect(pixels, 0.2)),
+    poseNetwork: await msPerCall(() => poseSession.run(poseInput, MOVENET_SOURCE.outputs), 20),
+    poseStep: await msPerImage(images, rounds, (pixels) => pose.estimate(pixels, [0, 0, pixels.width, pixels.height])),
   };
 }
 
@@ -117,11 +126,11 @@ if (import.meta.main) {
   const images = await loadImages(IMAGES_DIR, Number(values.images));
   const rounds = Number(values.rounds);
   console.error(`${images.length} images from ${IMAGES_DIR}, ${rounds} rounds, ${availableParallelism()} cores`);
-  console.log('| runtime | embed network | embed network, batch of 8 (per image) | embed step | detect network | detect step |');
-  console.log('| --- | --- | --- | --- | --- | --- |');
+  console.log('| runtime | embed network | embed network, batch of 8 (per image) | embed step | detect network | detect step | pose network | pose step (per person) |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const [label, create] of runtimesToMeasure()) {
     const t = await measureRuntime(label, create, images, rounds);
-    const columns = [t.embedNetwork, t.embedNetworkBatchOf8, t.embedStep, t.detectNetwork, t.detectStep];
+    const columns = [t.embedNetwork, t.embedNetworkBatchOf8, t.embedStep, t.detectNetwork, t.detectStep, t.poseNetwork, t.poseStep];
     console.log(`| ${label}: ${t.description} | ${columns.map((ms) => ms.toFixed(1)).join(' | ')} |`);
   }
 }

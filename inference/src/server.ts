@@ -28,7 +28,7 @@ async function start(env: NodeJS.ProcessEnv): Promise<void> {
   if (!secret && !['127.0.0.1', '::1', 'localhost'].includes(host)) {
     throw new Error(`INFERENCE_SECRET must be set when the service listens on ${host}: only a loopback host may run without it`);
   }
-  const runtimeName = runtimeNameFromEnv(env.INFERENCE_RUNTIME);
+  const runtimeName = runtimeNameFromEnv(env);
   const modelSet = modelSetFromEnv(env);
   const maxWaiting = integerSetting(env, 'INFERENCE_MAX_WAITING', 64, 0);
   const maxBulk = integerSetting(env, 'INFERENCE_MAX_BULK', Math.ceil(modelSet.maxBatch / 2), 1);

@@ -10,3 +10,10 @@ export function integerSetting(env: NodeJS.ProcessEnv, name: string, fallback: n
   }
   return value;
 }
+
+/** One of `choices` from the environment, the first when unset; any other value stops the service before it listens. */
+export function choiceSetting<T extends string>(env: NodeJS.ProcessEnv, name: string, choices: readonly [T, ...T[]]): T {
+  const value = env[name] || choices[0];
+  if (!(choices as readonly string[]).includes(value)) throw new Error(`${name} must be one of ${choices.join(', ')}, got "${value}"`);
+  return value as T;
+}

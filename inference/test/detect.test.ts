@@ -13,6 +13,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { iou } from '../src/models/detect/overlap.ts';
+import { GARMENT_TYPES } from '../src/models/detect/worn-garments.ts';
 import { cosine, IMAGES_DIR, startServer, type Box, type DetectedObject, type RunningServer } from './harness.ts';
 
 const EMBED_DIM = 448;
@@ -59,10 +60,10 @@ describe('POST /predict detect', () => {
     find(body.detect.objects, 'Vase and Pot', ALOE_POT);
   });
 
-  test('reports as types exactly the label map\'s values', async () => {
+  test('reports as types exactly the label map\'s values and the garments a pose gives', async () => {
     const { body } = await server.predict(plant, 'detect');
     const map = JSON.parse(await readFile(LABEL_MAP_FILE, 'utf8')) as Record<string, string>;
-    assert.deepEqual(body.detect.types, [...new Set(Object.values(map))].sort());
+    assert.deepEqual(body.detect.types, [...new Set([...Object.values(map), ...GARMENT_TYPES])].sort());
   });
 
   test('drops what the label map does not name: a cat photo has no objects', async () => {
@@ -166,11 +167,11 @@ describe('DETECTOR_LABELS', () => {
   });
   after(() => rm(directory, { recursive: true, force: true }));
 
-  test('another map changes what is reported and the types', async () => {
+  test('another map changes what is reported and the types (without the pose model, exactly its types)', async () => {
     // Made up for the test: "cat" is no product type, but it is what chelsea shows.
     const file = path.join(directory, 'labels.json');
     await writeFile(file, JSON.stringify({ cat: 'Soft Furnishing', vase: 'Vase and Pot' }));
-    const other = await startServer({ DETECTOR_LABELS: file });
+    const other = await startServer({ DETECTOR_LABELS: file, INFERENCE_POSE: 'none' });
     try {
       const { body } = await other.predict(await image('skimage_chelsea.jpg'), 'detect');
       assert.deepEqual(body.detect.types, ['Soft Furnishing', 'Vase and Pot']);

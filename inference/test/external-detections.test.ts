@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { MOVENET_MODEL_ID } from '../src/models/pose/movenet.ts';
 import { cosine, IMAGES_DIR, startServer, type ErrorBody, type PredictBody, type RunningServer } from './harness.ts';
 
 const DETR = '@cf/facebook/detr-resnet-50';
@@ -35,18 +36,18 @@ describe('external detections', () => {
       tasks: 'detect,colors',
       detections: detections([
         { label: 'person', score: 0.99, box: [0, 0, 100, 100] }, // no product type: dropped
-        { label: 'potted plant', score: 0.9, box: [150.4, 60.6, 380.2, 320.7] },
-        { label: 'vase', score: 0.8, box: [160, 70, 385, 330] }, // same type, IoU > 0.5 with the plant: suppressed
+        { label: 'vase', score: 0.9, box: [150.4, 60.6, 380.2, 320.7] },
+        { label: 'vase', score: 0.8, box: [160, 70, 385, 330] }, // same type, IoU > 0.5 with the first: suppressed
         { label: 'chair', score: 0.15, box: [10, 10, 90, 90] }, // under the score floor
         { label: 'couch', score: 0.55555, box: [-40, 200, 120, 400] }, // reaches outside: clamped
       ]),
     });
     assert.equal(status, 200);
-    assert.equal(body.detect.model, DETR);
+    assert.equal(body.detect.model, `${DETR}+${MOVENET_MODEL_ID}`);
     assert.deepEqual(
       body.detect.objects.map(({ type, label, score, box }) => ({ type, label, score, box })),
       [
-        { type: 'Vase and Pot', label: 'potted plant', score: 0.9, box: [150, 61, 380, 321] },
+        { type: 'Vase and Pot', label: 'vase', score: 0.9, box: [150, 61, 380, 321] },
         { type: 'Seating', label: 'couch', score: 0.5556, box: [0, 200, 120, 333] },
       ],
     );
@@ -65,7 +66,7 @@ describe('external detections', () => {
       tasks: 'detect',
       box: '200,0,500,333',
       detections: detections([
-        { label: 'potted plant', score: 0.9, box: [150, 60, 380, 320] }, // partly inside: clipped to the box
+        { label: 'vase', score: 0.9, box: [150, 60, 380, 320] }, // partly inside: clipped to the box
         { label: 'chair', score: 0.8, box: [10, 10, 150, 150] }, // outside the box: dropped
       ]),
     });

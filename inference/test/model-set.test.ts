@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { MOVENET_MODEL_ID } from '../src/models/pose/movenet.ts';
 import { cosine, IMAGES_DIR, runUntilExit, startServer, type ErrorBody, type RunningServer } from './harness.ts';
 
 const image = (file: string) => readFile(path.join(IMAGES_DIR, file));
@@ -30,7 +31,8 @@ describe('INFERENCE_DETECTOR=none', () => {
     const response = await fetch(`${server.baseUrl}/predict`, { method: 'POST', body: form });
     const body = (await response.json()) as { detect: { model: string; objects: { type: string; box: number[] }[] } };
     assert.equal(response.status, 200);
-    assert.equal(body.detect.model, 'detr');
+    // The detections' model, with the pose model that looks at their people.
+    assert.equal(body.detect.model, `detr+${MOVENET_MODEL_ID}`);
     assert.deepEqual(body.detect.objects.map((object) => [object.type, object.box]), [['Vase and Pot', [192, 199, 370, 331]]]);
     assert.equal((await server.predict(plant, 'embed')).status, 200);
   });
@@ -59,6 +61,7 @@ describe('batching', () => {
 describe('a bad model set stops the service before it listens', () => {
   for (const [name, value, message] of [
     ['INFERENCE_DETECTOR', 'yolo', /INFERENCE_DETECTOR must be one of centernet, none, got "yolo"/],
+    ['INFERENCE_POSE', 'openpose', /INFERENCE_POSE must be one of movenet, none, got "openpose"/],
     ['INFERENCE_MAX_BATCH', '0', /INFERENCE_MAX_BATCH must be an integer from 1 to 256, got "0"/],
   ] as const) {
     test(`${name}=${value}`, async () => {

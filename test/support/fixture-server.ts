@@ -3,7 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import sharp from 'sharp';
-import { IMAGES_DIR } from '../fixtures/images.ts';
+import { IMAGES_DIR, PEOPLE_DIR } from '../fixtures/images.ts';
 import { HOSTILE_SOURCE, hostileImages, rawPixels, type HostileImage } from './hostile-images.ts';
 import { FORMAT_VARIANTS } from './image-formats.ts';
 
@@ -28,6 +28,7 @@ export { IMAGES_DIR };
  * - `/hits/<path>`: how many times `/<path>` (URL-encoded) was requested so far;
  * - `/redirect/<url>`: a 302 to that URL (URL-encoded, absolute or relative);
  * - `/slow-redirect/<url>`: the same, after a delay of two seconds;
+ * - `/people/<file>`: a photo of people (test/fixtures/people);
  * - `/dns-query?name=<host>&type=A|AAAA`: a DNS-over-HTTPS JSON resolver of the zone in `DNS_ZONE`.
  * Any path may carry a further segment, which is ignored, so a URL can end in a lying extension.
  */
@@ -66,6 +67,8 @@ async function respond(kind: string, name: string): Promise<Answer> {
       return { status: Number(name) || 500, type: 'text/plain', body: Buffer.alloc(0) };
     case 'images':
       return ok(await readImage(name));
+    case 'people':
+      return ok(await readFile(path.join(PEOPLE_DIR, path.basename(name))));
     case 'slow':
       await new Promise((resolve) => setTimeout(resolve, 2000));
       return ok(await readImage(name));

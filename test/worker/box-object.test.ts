@@ -21,7 +21,7 @@ import {
  * same object searched by `/discoversearch`, by its point and by its box has the same type, score and results; any
  * other box is searched as its own content. Scenes with several detected objects of the bundled COCO detector.
  */
-const SCENES = ['opencv-doc_plant.jpg', 'opencv-doc_building.jpg', 'opencv-doc_aloeL.jpg', 'opencv-doc_board.jpg', 'opencv-doc_scenetext03.jpg', 'opencv-doc_left.jpg'];
+const SCENES = ['opencv-doc_plant.jpg', 'opencv-doc_basketball1.jpg', 'opencv-doc_aloeL.jpg', 'opencv-doc_board.jpg', 'opencv-doc_messi5.jpg', 'opencv-doc_left.jpg', 'skimage_astronaut.jpg'];
 const CATALOG = [...SCENES, 'skimage_chelsea.jpg', 'hobbies_camera_35mm.png', 'household_dishes_pitcher_small.png', 'animals_mammals_cats_tiger.png'];
 const nameOf = (file: string): string => file.replace(/\.[a-z]+$/, '');
 

@@ -11,7 +11,7 @@ const PLANT = { file: 'opencv-doc_plant.jpg', pot: [192, 199, 370, 331], glass: 
 const CATALOG = [
   'opencv-doc_plant.jpg',
   'opencv-doc_aloeL.jpg',
-  'opencv-doc_building.jpg',
+  'opencv-doc_board.jpg',
   'opencv-doc_scenetext03.jpg',
   'skimage_chelsea.jpg',
   'animals_birds_hen.png',
@@ -92,7 +92,7 @@ describe('object detection and the object-level index', () => {
   });
 
   it('detection_limit caps the objects, most confident first', async () => {
-    const { body } = await discoversearch(app, { image: await imageBytes('/images/opencv-doc_building.jpg'), detection_sensitivity: 'high', detection_limit: '2' });
+    const { body } = await discoversearch(app, { image: await imageBytes('/images/opencv-doc_board.jpg'), detection_sensitivity: 'high', detection_limit: '2' });
     expect(body).toMatchObject({ detection_limit: 2 });
     expect(body.objects).toHaveLength(2);
     expect(body.objects[0]!.score).toBeGreaterThanOrEqual(body.objects[1]!.score);
@@ -124,18 +124,18 @@ describe('object detection and the object-level index', () => {
 
   it('re-insert and remove leave no stale object vector', async () => {
     const version = async () =>
-      (await env.DB.prepare('SELECT id, object_count FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, 'opencv-doc_building').first<{ id: number; object_count: number }>())!;
+      (await env.DB.prepare('SELECT id, object_count FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, 'opencv-doc_board').first<{ id: number; object_count: number }>())!;
     const objectIds = (row: { id: number; object_count: number }) => Array.from({ length: row.object_count }, (_, k) => `${row.id}.${k}`);
     const first = await version();
     expect(first.object_count).toBeGreaterThan(2);
-    await insertAndWait(app, [{ im_name: 'opencv-doc_building', im_url: fixtureUrl(`/images/${PLANT.file}`) }]);
+    await insertAndWait(app, [{ im_name: 'opencv-doc_board', im_url: fixtureUrl(`/images/${PLANT.file}`) }]);
     // The new version's objects replace the old version's, which are gone.
     expect(await retiredLeft(app)).toBe(0);
     const second = await version();
     expect(second.object_count).toBe(2);
     expect(await objectVectors(env).getByIds(objectIds(first))).toEqual([]);
     expect(await objectVectors(env).getByIds(objectIds(second))).toHaveLength(2);
-    const form = new URLSearchParams({ 'im_name[0]': 'opencv-doc_building' });
+    const form = new URLSearchParams({ 'im_name[0]': 'opencv-doc_board' });
     const removed = await call('/remove', { method: 'POST', headers: basicAuth(app), body: form });
     expect(await removed.json()).toMatchObject({ status: 'OK', total: 1 });
     expect(await objectVectors(env).getByIds(objectIds(second))).toEqual([]);

@@ -21,20 +21,28 @@ describe('Workers AI detection adapter, against an in-test fake of the AI bindin
 
   it('sends the image bytes to DETR and has the service finish its detections with the same rules', async () => {
     const ai = new FakeWorkersAi(async () => [
-      detr('person', 0.99, [0, 0, 120, 300]), // no product type
-      detr('potted plant', 0.91, [190.3, 198.6, 371.2, 330.9]),
+      detr('person', 0.99, [0, 0, 120, 300]), // no product type, and nothing it wears shows
+      detr('vase', 0.91, [190.3, 198.6, 371.2, 330.9]),
       detr('dining table', 0.12, [0, 250, 500, 333]), // under the score floor
     ]);
     const prediction = await withWorkersAiDetection(service(), ai, { retries: 0 }).predict(plant, ['embed', 'detect', 'colors']);
     expect(ai.images).toEqual([plant]);
-    expect(prediction.detect.model).toBe(DETR_MODEL);
+    // DETR's, with the pose model that looks at its people.
+    expect(prediction.detect.model).toMatch(new RegExp(`^${DETR_MODEL}\\+movenet`));
     expect(prediction.detect.objects.map(({ type, label, score, box }) => ({ type, label, score, box }))).toEqual([
-      { type: 'Vase and Pot', label: 'potted plant', score: 0.91, box: [190, 199, 371, 331] },
+      { type: 'Vase and Pot', label: 'vase', score: 0.91, box: [190, 199, 371, 331] },
     ]);
     const [pot] = prediction.detect.objects;
     expect(pot!.embedding).toHaveLength(prediction.embed.dim);
     expect(pot!.colors?.length).toBeGreaterThan(0);
     expect(prediction.colors.palette.length).toBeGreaterThan(0);
+  });
+
+  it('finds what the people DETR boxes wear, as with the own detector of the service', async () => {
+    const ai = new FakeWorkersAi(async () => [detr('person', 0.95, [34, 81, 168, 473])]);
+    const prediction = await withWorkersAiDetection(service(), ai, { retries: 0 }).predict(await bytesOf('opencv-doc_basketball1.jpg'), ['embed', 'detect']);
+    expect(prediction.detect.objects.map((object) => object.type).sort()).toEqual(['Bottom', 'Shoe', 'Shoe', 'Top']);
+    expect(prediction.detect.objects.every((object) => object.label.startsWith('person/'))).toBe(true);
   });
 
   it('keeps detection inside a search box', async () => {

@@ -1,7 +1,7 @@
 // In scripts/, not src/: only the install-time scripts/convert-models.ts runs the converter; the service loads its .onnx files.
 import type { io } from '@tensorflow/tfjs';
 import { GraphBuilder, type Value } from './graph.ts';
-import { encodeModel, type ValueInfo } from './onnx-model.ts';
+import { dataTypeCode, encodeModel, type ValueInfo } from './onnx-model.ts';
 import { OP_TRANSLATIONS } from './ops.ts';
 import { NodeContext, type TfNode } from './tf-node.ts';
 import { TfjsWeights } from './tfjs-weights.ts';
@@ -10,8 +10,9 @@ import { TfjsWeights } from './tfjs-weights.ts';
  * TF.js graph model -> ONNX model bytes, in the project, with no external
  * converter. The nodes the requested outputs need are translated op by op
  * (ops.ts); everything else is left out. The input keeps TF's NHWC layout and
- * its declared shape (a -1 batch becomes the free dimension "N"); each output
- * is named after its TF node and comes out in TF's layout.
+ * its declared shape (a -1 batch becomes the free dimension "N") and takes
+ * float32 whatever TF's type; each output is named after its TF node and
+ * comes out in TF's layout.
  */
 
 /** Opset 17 with IR version 8 (onnx-model.ts): well within what onnxruntime 1.30 runs. */
@@ -97,8 +98,11 @@ function convertNode(
       const dims = shape?.unknownRank ? undefined : (shape?.dim ?? []).map(size);
       const dtype = context.dtype('dtype');
       graph.uniqueName(node.name);
-      inputs.push({ name: node.name, dtype, dims });
-      return { name: node.name, dtype, layout: 'tf' };
+      // The runtimes feed float32 (runtime.ts): an input of another TF type takes float32 and is cast inside the graph.
+      inputs.push({ name: node.name, dtype: 'float32', dims });
+      if (dtype === 'float32') return { name: node.name, dtype, layout: 'tf' };
+      const name = graph.add1('Cast', [node.name], [{ name: 'to', int: dataTypeCode(dtype) }], `${node.name}/${dtype}`);
+      return { name, dtype, layout: 'tf' };
     }
     default:
       return OP_TRANSLATIONS[node.op]!(context);

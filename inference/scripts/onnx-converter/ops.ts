@@ -71,6 +71,15 @@ const floorMod: OpTranslation = (context) => {
   return { name: graph.add1('Sub', [a, graph.add1('Mul', [floored, b], [], `${out}/mul`)], [], out), dtype: 'float32', layout };
 };
 
+/** (a - b)^2, as TF's SquaredDifference: ONNX has no single op for it. */
+const squaredDifference: OpTranslation = (context) => {
+  const layout = sharedLayout(context.inputs);
+  const [a, b] = [context.input(0), context.input(1)].map((value) => inLayout(context, value, layout)) as [string, string];
+  const graph = context.graph;
+  const difference = graph.add1('Sub', [a, b], [], `${context.outputName()}/sub`);
+  return { name: graph.add1('Mul', [difference, difference], [], context.outputName()), dtype: context.input(0).dtype, layout };
+};
+
 const cast: OpTranslation = (context) => {
   const input = context.input(0);
   const to = context.dtype('DstT');
@@ -211,6 +220,21 @@ const mean: OpTranslation = (context) => {
   return { name: context.graph.add1('ReduceMean', [input], attributes, context.outputName()), dtype: context.input(0).dtype, layout };
 };
 
+/** ArgMax over one axis; ONNX's ArgMax, like TF's, takes the first of equal values and gives int64, cast to output_type. */
+const argMax: OpTranslation = (context) => {
+  const { input, axes, layout } = onAxes(context, context.constantInts(1), false);
+  const to = context.dtype('output_type');
+  const attributes: Attribute[] = [
+    { name: 'axis', int: axes[0]! },
+    { name: 'keepdims', int: 0 },
+  ];
+  const graph = context.graph;
+  const out = context.outputName();
+  const indices = graph.add1('ArgMax', [input], attributes, to === 'int64' ? out : `${out}/int64`);
+  const name = to === 'int64' ? indices : graph.add1('Cast', [indices], [{ name: 'to', int: dataTypeCode(to) }], out);
+  return { name, dtype: to, layout };
+};
+
 const squeeze: OpTranslation = (context) => {
   const { input, axes, layout } = onAxes(context, context.ints('squeeze_dims'), false);
   // No axes: every axis of size 1, as in TF.
@@ -287,6 +311,33 @@ const concat: OpTranslation = (context) => {
   return { name, dtype: values[0]!.dtype, layout };
 };
 
+/** Pack (tf.stack): each input gets the new axis (Unsqueeze), then they are concatenated along it. */
+const pack: OpTranslation = (context) => {
+  const graph = context.graph;
+  const out = context.outputName();
+  // A negative axis counts from the end of the output, for Unsqueeze and Concat alike.
+  const axis = context.int('axis', 0);
+  const axes = graph.int64s(`${out}/axes`, [axis]);
+  const inputs = context.inputs.map((value, i) => graph.add1('Unsqueeze', [graph.tf(value), axes], [], `${out}/unsqueeze${i}`));
+  const name = graph.add1('Concat', inputs, [{ name: 'axis', int: axis }], out);
+  return { name, dtype: context.input(0).dtype, layout: 'tf' };
+};
+
+/** Unpack (tf.unstack): Split into `num` equal parts along the axis, each Squeezed of it. */
+const unpack: OpTranslation = (context) => {
+  const num = context.int('num');
+  const { input, axes, layout } = onAxes(context, [context.int('axis', 0)], false);
+  const graph = context.graph;
+  const outputs = Array.from({ length: num }, (_, i) => context.outputName(i));
+  const parts = graph.add('Split', [input], [{ name: 'axis', int: axes[0]! }], outputs.map((name) => `${name}/split`));
+  const squeezed = graph.int64s(`${outputs[0]}/axes`, axes);
+  return parts.map((part, i) => ({
+    name: graph.add1('Squeeze', [part, squeezed], [], outputs[i]!),
+    dtype: context.input(0).dtype,
+    layout,
+  }));
+};
+
 /** TopKV2 along the last axis, largest first; ONNX's int64 indices cast back to TF's int32. */
 const topK: OpTranslation = (context) => {
   const graph = context.graph;
@@ -314,6 +365,18 @@ const gather: OpTranslation = (context) => {
   const axis = context.constantInts(2)[0]!;
   const inputs = [graph.tf(context.input(0)), graph.tf(context.input(1))];
   const name = graph.add1('Gather', inputs, [{ name: 'axis', int: axis }], context.outputName());
+  return { name, dtype: context.input(0).dtype, layout: 'tf' };
+};
+
+/** GatherNd as ONNX's GatherND (batch_dims 0, the same indexing), whose indices must be int64. */
+const gatherNd: OpTranslation = (context) => {
+  const graph = context.graph;
+  const indices = context.input(1);
+  const indices64 =
+    indices.dtype === 'int64'
+      ? graph.tf(indices)
+      : graph.add1('Cast', [graph.tf(indices)], [{ name: 'to', int: dataTypeCode('int64') }], `${context.outputName()}/indices`);
+  const name = graph.add1('GatherND', [graph.tf(context.input(0)), indices64], [], context.outputName());
   return { name, dtype: context.input(0).dtype, layout: 'tf' };
 };
 
@@ -362,6 +425,9 @@ export const OP_TRANSLATIONS: Readonly<Record<string, OpTranslation>> = {
   AddV2: elementwise('Add'),
   Sub: elementwise('Sub'),
   Mul: elementwise('Mul'),
+  RealDiv: elementwise('Div'),
+  SquaredDifference: squaredDifference,
+  Sqrt: elementwise('Sqrt'),
   Equal: elementwise('Equal', 'bool'),
   FloorDiv: floorDiv,
   FloorMod: floorMod,
@@ -377,6 +443,7 @@ export const OP_TRANSLATIONS: Readonly<Record<string, OpTranslation>> = {
   AvgPool: pool('AveragePool'),
   MaxPool: pool('MaxPool'),
   Mean: mean,
+  ArgMax: argMax,
   Squeeze: squeeze,
   ExpandDims: expandDims,
   Reshape: reshape,
@@ -384,7 +451,10 @@ export const OP_TRANSLATIONS: Readonly<Record<string, OpTranslation>> = {
   _FusedMatMul: matMul(true),
   ResizeBilinear: resizeBilinear,
   ConcatV2: concat,
+  Pack: pack,
+  Unpack: unpack,
   TopKV2: topK,
   GatherV2: gather,
+  GatherNd: gatherNd,
   StridedSlice: stridedSlice,
 };

@@ -4,23 +4,26 @@ import { BatchedSession } from '../runtime/batched-session.ts';
 import type { ModelSource, Runtime } from '../runtime/runtime.ts';
 import { loadColorsTask } from './colors/colors-task.ts';
 import { CENTERNET_SOURCE } from './detect/centernet.ts';
-import { DETECTOR_NAMES, loadDetectTask, type DetectorName } from './detect/detect-task.ts';
+import { DETECTOR_NAMES, loadDetectTask, POSE_NAMES, type DetectorName, type PoseName } from './detect/detect-task.ts';
 import { DEFAULT_LABEL_MAP_FILE } from './detect/label-map.ts';
 import { loadEmbedder } from './embed/embedder.ts';
 import { MOBILENET_V2_SOURCE } from './embed/mobilenet-v2.ts';
+import { MOVENET_SOURCE } from './pose/movenet.ts';
 import type { Task } from '../contract.ts';
 import type { TaskModel } from './task-model.ts';
-import { integerSetting } from '../settings.ts';
+import { choiceSetting, integerSetting } from '../settings.ts';
 
 export type ModelRegistry = ReadonlyMap<Task, TaskModel>;
 
 /** Every graph the tasks load; scripts/convert-models.ts converts these for the ONNX runtime. */
-export const MODEL_SOURCES: readonly ModelSource[] = [MOBILENET_V2_SOURCE, CENTERNET_SOURCE];
+export const MODEL_SOURCES: readonly ModelSource[] = [MOBILENET_V2_SOURCE, CENTERNET_SOURCE, MOVENET_SOURCE];
 
 /** Which models the service loads, from its environment (inference/README.md, Run). */
 export type ModelSet = {
   /** INFERENCE_DETECTOR: `centernet` (default) or `none`. */
   readonly detector: DetectorName;
+  /** INFERENCE_POSE: `movenet` (default: what detected people wear) or `none`. */
+  readonly pose: PoseName;
   /** DETECTOR_LABELS: the detector's label map (a relative path is taken from the working directory). */
   readonly labelMapFile: string;
   /** INFERENCE_MAX_BATCH: embeddings per engine run at most (default 8). */
@@ -34,14 +37,12 @@ export type ModelSet = {
 };
 
 export function modelSetFromEnv(env: NodeJS.ProcessEnv = process.env): ModelSet {
-  const detector = env.INFERENCE_DETECTOR || DETECTOR_NAMES[0];
-  if (!(DETECTOR_NAMES as readonly string[]).includes(detector)) {
-    throw new Error(`INFERENCE_DETECTOR must be one of ${DETECTOR_NAMES.join(', ')}, got "${detector}"`);
-  }
+  const detector = choiceSetting(env, 'INFERENCE_DETECTOR', DETECTOR_NAMES);
+  const pose = choiceSetting(env, 'INFERENCE_POSE', POSE_NAMES);
   const maxBatch = integerSetting(env, 'INFERENCE_MAX_BATCH', 8, 1, 256);
   const maxBulkBatch = integerSetting(env, 'INFERENCE_MAX_BULK_BATCH', Math.min(4, maxBatch), 1, 256);
   const labelMapFile = env.DETECTOR_LABELS ? path.resolve(env.DETECTOR_LABELS) : DEFAULT_LABEL_MAP_FILE;
-  return { detector: detector as DetectorName, labelMapFile, maxBatch, maxBulkBatch };
+  return { detector, pose, labelMapFile, maxBatch, maxBulkBatch };
 }
 
 /**
@@ -58,7 +59,7 @@ export async function loadModels(runtime: Runtime, modelSet: ModelSet): Promise<
     load: async (source) => new BatchedSession(await runtime.load(source), maxBatch, gate, maxBulkBatch),
   });
   const embedder = await loadEmbedder(scheduled(modelSet.maxBatch, modelSet.maxBulkBatch));
-  const detect = await loadDetectTask(scheduled(1), embedder, modelSet.labelMapFile, modelSet.detector);
+  const detect = await loadDetectTask(scheduled(1), embedder, modelSet.labelMapFile, modelSet);
   return new Map<Task, TaskModel>([
     ['embed', embedder],
     ['detect', detect],

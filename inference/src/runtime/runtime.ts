@@ -50,7 +50,8 @@ export interface InferenceSession {
   /**
    * Runs the graph on one input (a batch of N >= 1 where the graph allows it)
    * and returns the named nodes' outputs; the names must be among the source's
-   * `outputs`.
+   * `outputs`. A graph whose input is of another type than float32 gets the
+   * values cast to it.
    */
   run(input: Float32Tensor, outputNames: readonly string[]): Promise<Map<string, Float32Tensor>>;
 }

@@ -1,3 +1,4 @@
+import { choiceSetting } from '../settings.ts';
 import type { Runtime } from './runtime.ts';
 
 /** The runtimes INFERENCE_RUNTIME may name; the first is the default. */
@@ -5,12 +6,8 @@ export const RUNTIME_NAMES = ['onnx', 'tfjs-wasm'] as const;
 export type RuntimeName = (typeof RUNTIME_NAMES)[number];
 
 /** INFERENCE_RUNTIME, checked; unset means the default. */
-export function runtimeNameFromEnv(value = process.env.INFERENCE_RUNTIME): RuntimeName {
-  if (!value) return RUNTIME_NAMES[0];
-  if (!(RUNTIME_NAMES as readonly string[]).includes(value)) {
-    throw new Error(`INFERENCE_RUNTIME must be one of ${RUNTIME_NAMES.join(', ')}, got "${value}"`);
-  }
-  return value as RuntimeName;
+export function runtimeNameFromEnv(env: NodeJS.ProcessEnv = process.env): RuntimeName {
+  return choiceSetting(env, 'INFERENCE_RUNTIME', RUNTIME_NAMES);
 }
 
 /** Imports only the chosen engine: each loads a large native or wasm binary. */

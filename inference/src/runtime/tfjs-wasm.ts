@@ -38,7 +38,11 @@ class TfjsSession implements InferenceSession {
   async run(input: Float32Tensor, outputNames: readonly string[]): Promise<Map<string, Float32Tensor>> {
     checkOutputNames(this.#source, outputNames);
     const outputs = tf.tidy(() => {
-      const result = this.#model.execute(tf.tensor(input.data, [...input.shape], 'float32'), [...outputNames]);
+      const tensor = tf.tensor(input.data, [...input.shape], 'float32');
+      // Inputs come as float32; a graph that takes another type (MoveNet's int32 pixels) gets them cast, as the
+      // converted ONNX graphs do (scripts/onnx-converter/convert.ts).
+      const dtype = this.#model.inputs[0]!.dtype;
+      const result = this.#model.execute(dtype === 'float32' ? tensor : tf.cast(tensor, dtype), [...outputNames]);
       return Array.isArray(result) ? result : [result];
     });
     try {

@@ -1,8 +1,7 @@
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { RgbPixels } from '../../image/decode.ts';
 import { resizeRgb } from '../../image/resize.ts';
 import type { Float32Tensor, InferenceSession, ModelSource, Runtime } from '../../runtime/runtime.ts';
+import { humanModelFile } from '../human-models.ts';
 import { COCO_LABELS } from './coco-labels.ts';
 import type { Detection, Detector } from './detector.ts';
 
@@ -24,9 +23,7 @@ const OUTPUT = 'tower_0/detections';
 
 export const CENTERNET_SOURCE: ModelSource = {
   format: 'tfjs-graph',
-  // The package exports no path to its models: resolve its entry point (dist/)
-  // and step over to models/.
-  modelJson: path.resolve(path.dirname(fileURLToPath(import.meta.resolve('@vladmandic/human'))), '../models/centernet.json'),
+  modelJson: humanModelFile('centernet.json'),
   name: 'centernet',
   outputs: [OUTPUT],
 };

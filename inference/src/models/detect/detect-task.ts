@@ -8,8 +8,11 @@ import { loadCenterNet } from './centernet.ts';
 import { COCO_LABELS } from './coco-labels.ts';
 import type { Detector } from './detector.ts';
 import { loadLabelMap, mappedTypes, type LabelMap } from './label-map.ts';
-import { cropBoxWithMargin, DETECT_MIN_SCORE, selectObjects, toViewPixels } from './objects.ts';
+import { cropBoxWithMargin, DETECT_MIN_SCORE, keepDistinct, selectObjects, toViewPixels } from './objects.ts';
 import type { ProductType } from './product-types.ts';
+import { loadMoveNet, type MoveNetPoseEstimator } from '../pose/movenet.ts';
+import { GARMENT_TYPES, PERSON_LABEL, wornGarments } from './worn-garments.ts';
+import { MAX_DETECTED_OBJECTS } from '../../contract.ts';
 
 export type DetectOptions = {
   /** Given when the colors task is asked too: the palette of a view, run on each object's box. */
@@ -22,8 +25,9 @@ export type DetectOptions = {
 };
 
 /**
- * The detect task: a Detector, its label map to product types, and the
- * embedder for each object's crop.
+ * The detect task: a Detector, its label map to product types, the pose
+ * model that finds what detected people wear, and the embedder for each
+ * object's crop.
  */
 export class DetectTask implements TaskModel {
   readonly task = 'detect';
@@ -32,14 +36,24 @@ export class DetectTask implements TaskModel {
   readonly #detector: Detector | undefined;
   readonly #labelMap: LabelMap;
   readonly #embedder: Embedder;
+  readonly #pose: MoveNetPoseEstimator | undefined;
 
-  /** Without a detector, the task only finishes external detections. */
-  constructor(detector: Detector | undefined, labelMap: LabelMap, embedder: Embedder) {
-    this.modelId = detector?.modelId ?? 'external';
-    this.types = mappedTypes(labelMap);
+  /**
+   * Without a detector, the task only finishes external detections (in COCO's vocabulary, as its people's
+   * garments need); without a pose model, people's garments are not looked for.
+   */
+  constructor(detector: Detector | undefined, labelMap: LabelMap, embedder: Embedder, pose?: MoveNetPoseEstimator) {
+    this.#pose = pose;
+    this.modelId = this.#modelIdWith(detector?.modelId ?? 'external');
+    this.types = [...new Set([...mappedTypes(labelMap), ...(pose ? GARMENT_TYPES : [])])].sort();
     this.#detector = detector;
     this.#labelMap = labelMap;
     this.#embedder = embedder;
+  }
+
+  /** A detector's id, with the pose model's when garments are looked for: the id changes whenever outputs would. */
+  #modelIdWith(detectorId: string): string {
+    return this.#pose ? `${detectorId}+${this.#pose.modelId}` : detectorId;
   }
 
   async predict(view: ImageView, options: DetectOptions = {}): Promise<TaskResult<'detect'>> {
@@ -50,16 +64,18 @@ export class DetectTask implements TaskModel {
     const detections = external
       ? external.objects.map((detection) => ({ ...detection, box: toViewPixels(detection.box, view) }))
       : await this.#detector!.detect(view.pixels, DETECT_MIN_SCORE);
+    const garments = this.#pose ? await wornGarments(view, detections, this.#pose) : [];
+    const found = keepDistinct([...selectObjects(detections, this.#labelMap, view), ...garments], MAX_DETECTED_OBJECTS);
     // Every crop's embedding is asked at once, so that a batching embedder runs them together.
     const objects = await Promise.all(
-      selectObjects(detections, this.#labelMap, view).map(async (object): Promise<DetectedObject> => {
+      found.map(async (object): Promise<DetectedObject> => {
         const crop = cropView(view, cropBoxWithMargin(object.box, view));
         const embedding = Array.from(await this.#embedder.embed(crop.pixels));
         const result: DetectedObject = { ...object, score: roundScore(object.score), box: [...object.box], embedding };
         return options.objectColors ? { ...result, colors: options.objectColors(cropView(view, object.box)) } : result;
       }),
     );
-    return { model: external?.model ?? this.modelId, types: this.types, objects };
+    return { model: external ? this.#modelIdWith(external.model) : this.modelId, types: this.types, objects };
   }
 }
 
@@ -71,8 +87,20 @@ function roundScore(score: number): number {
 export const DETECTOR_NAMES = ['centernet', 'none'] as const;
 export type DetectorName = (typeof DETECTOR_NAMES)[number];
 
-export async function loadDetectTask(runtime: Runtime, embedder: Embedder, labelMapFile: string, detectorName: DetectorName): Promise<DetectTask> {
-  const detector = detectorName === 'centernet' ? await loadCenterNet(runtime) : undefined;
+/** The pose models INFERENCE_POSE may name; `none` reports no garments. */
+export const POSE_NAMES = ['movenet', 'none'] as const;
+export type PoseName = (typeof POSE_NAMES)[number];
+
+export async function loadDetectTask(
+  runtime: Runtime,
+  embedder: Embedder,
+  labelMapFile: string,
+  models: { detector: DetectorName; pose: PoseName },
+): Promise<DetectTask> {
+  const detector = models.detector === 'centernet' ? await loadCenterNet(runtime) : undefined;
   // External detections are expected in COCO's vocabulary, as DETR's are.
-  return new DetectTask(detector, loadLabelMap(labelMapFile, detector?.labels ?? COCO_LABELS), embedder);
+  const labels = detector?.labels ?? COCO_LABELS;
+  // Garments are found on people: a detector that cannot report one gets no pose model.
+  const pose = models.pose === 'movenet' && labels.includes(PERSON_LABEL) ? await loadMoveNet(runtime) : undefined;
+  return new DetectTask(detector, loadLabelMap(labelMapFile, labels), embedder, pose);
 }

@@ -32,10 +32,17 @@ export function selectObjects(detections: readonly Detection[], labelMap: LabelM
     const box = toOriginalPixels(detection.box, view);
     if (box) candidates.push({ type, label: detection.label, score: detection.score, box });
   }
-  candidates.sort((a, b) => b.score - a.score);
-  const kept: MappedObject[] = [];
-  for (const candidate of candidates) {
-    if (kept.length === MAX_DETECTED_OBJECTS) break;
+  return keepDistinct(candidates, MAX_DETECTED_OBJECTS);
+}
+
+/**
+ * The best `max` of the candidates by score, each one dropped that overlaps a better one of its type by more than
+ * DETECT_NMS_IOU (non-maximum suppression).
+ */
+export function keepDistinct<T extends { readonly type: string; readonly score: number; readonly box: Box }>(candidates: readonly T[], max: number): T[] {
+  const kept: T[] = [];
+  for (const candidate of [...candidates].sort((a, b) => b.score - a.score)) {
+    if (kept.length === max) break;
     const suppressed = kept.some((other) => other.type === candidate.type && iou(other.box, candidate.box) > DETECT_NMS_IOU);
     if (!suppressed) kept.push(candidate);
   }
