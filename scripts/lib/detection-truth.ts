@@ -11,13 +11,13 @@ import { ROOT } from './wrangler-env.ts';
 
 export const FIXTURES_DIR = path.join(ROOT, 'test/fixtures');
 /** A detection and a drawn box of its type are the same object from this overlap on. */
-export const MATCH_IOU = 0.5;
+const MATCH_IOU = 0.5;
 
 type Box = [number, number, number, number];
-export type TruthObject = { type: string; box: Box };
+type TruthObject = { type: string; box: Box };
 /** One labelled photo: `file` relative to test/fixtures/; `unsure` objects count neither as found nor as missed. */
 export type TruthImage = { file: string; objects: TruthObject[]; unsure: TruthObject[] };
-export type DetectionTruth = { note: string; people: string[]; images: TruthImage[] };
+type DetectionTruth = { note: string; people: string[]; images: TruthImage[] };
 export type Detected = { type: string; score: number; box: number[] };
 
 export async function loadDetectionTruth(): Promise<DetectionTruth> {
@@ -41,10 +41,10 @@ export function scoreImage(truth: TruthImage, detected: readonly Detected[], int
   const unmatched = new Set(truth.objects);
   for (const detection of [...detected].sort((a, b) => b.score - a.score)) {
     let best: TruthObject | undefined;
-    let bestOverlap = MATCH_IOU;
+    let bestOverlap = 0;
     for (const object of unmatched) {
       const overlap = object.type === detection.type ? iou(object.box, detection.box) : 0;
-      if (overlap >= bestOverlap) [best, bestOverlap] = [object, overlap];
+      if (overlap >= MATCH_IOU && overlap > bestOverlap) [best, bestOverlap] = [object, overlap];
     }
     if (best) {
       unmatched.delete(best);
@@ -56,7 +56,7 @@ export function scoreImage(truth: TruthImage, detected: readonly Detected[], int
   for (const object of unmatched) counts(object.type).fn++;
 }
 
-export type PrecisionRecall = { truth: number; found: number; tp: number; precision: number | null; recall: number | null };
+type PrecisionRecall = { truth: number; found: number; tp: number; precision: number | null; recall: number | null };
 
 export function precisionRecall({ tp, fp, fn }: TypeCounts): PrecisionRecall {
   const found = tp.length + fp.length;

@@ -19,7 +19,7 @@ import { readSearchOptions } from '../search/options';
 import { searchQuota } from '../search/quota';
 import { emptySearchPage, noObjects } from '../search/paging';
 import { requireCollection } from '../search/collection';
-import { analyzeBox, analyzeImage, type QueryRegion } from '../search/query-analysis';
+import { analyzeBox, analyzeImage, type BoxAnalysis, type QueryRegion } from '../search/query-analysis';
 import { keepQueryImage, resolveQueryImage } from '../search/query-image';
 import { readRegion } from '../search/region';
 import { searchSimilar } from '../search/similar';
@@ -31,11 +31,14 @@ const factory = createFactory<AppEnv>();
 
 /**
  * What both upload searches do first: read and check the parameters, then resolve and analyse the query image (the
- * whole image once, kept with it for later searches by `im_id`; a box that names no detected object on its own),
- * and start keeping it. Parameters are checked before anything is downloaded or processed, and nothing is kept for a
- * refused image.
+ * whole image once, kept with it for later searches by `im_id`; a box's own content too, when the endpoint
+ * searches it), and start keeping it. Parameters are checked before anything is downloaded or processed, and nothing
+ * is kept for a refused image or box.
  */
-async function prepare(c: Context<AppEnv>, endpoint: { limitName: 'limit' | 'result_limit'; allowPoints: boolean }) {
+async function prepare(
+  c: Context<AppEnv>,
+  endpoint: { limitName: 'limit' | 'result_limit'; allowPoints: boolean; searchesContent: (box: BoxAnalysis) => boolean },
+) {
   const { params, app } = c.var;
   // Spec 4.6: group_by is not supported by /discoversearch, the one endpoint with points.
   const options = readSearchOptions(params, await getSchema(c.env.DB, app.id), app, {
@@ -50,13 +53,17 @@ async function prepare(c: Context<AppEnv>, endpoint: { limitName: 'limit' | 'res
   const query = await wrapTime(c, 'image', resolveQueryImage(c.env, app.id, params));
   const analysis = query.analysis ?? (await wrapTime(c, 'inference', analyzeImage(c.env, query.bytes)));
   const mode = detectionMode(detection, analysis.types);
-  const box = region.kind === 'box' ? await wrapTime(c, 'box', analyzeBox(c.env, query.bytes, region.box, analysis, { mode, sensitivity })) : undefined;
+  const box = region.kind === 'box' ? analyzeBox(c.env, query.bytes, region.box, analysis, { mode, sensitivity }) : undefined;
+  const content = box && endpoint.searchesContent(box) ? await wrapTime(c, 'box', box.content()) : undefined;
   // Kept while the index is searched (each route awaits both): the answer still names an im_id that is there.
   const kept = wrapTime(c, 'keep', keepQueryImage(c.env, app.id, query, analysis));
   const search = (vector: number[], objectType: string | undefined) =>
     searchSimilar(c.env, { appId: app.id, space: 'visual', vector, objectType }, options);
-  return { options, paging: options.paging, region, sensitivity, query, analysis, box, mode, search, kept };
+  return { options, paging: options.paging, region, sensitivity, query, analysis, box, content, mode, search, kept };
 }
+
+type SearchTarget = { object: Pick<DetectedObject, 'type' | 'score' | 'box' | 'embedding'>; objectType: string | undefined };
+const asTarget = (object: DetectedObject): SearchTarget => ({ object, objectType: object.type });
 
 /** A searched region that is no detected object, as the answers show it: `other`, unless an object fills it. */
 const regionAsObject = (region: QueryRegion, filling?: DetectedObject): SearchTarget => ({
@@ -64,16 +71,19 @@ const regionAsObject = (region: QueryRegion, filling?: DetectedObject): SearchTa
   objectType: filling?.type,
 });
 
-type SearchTarget = { object: Pick<DetectedObject, 'type' | 'score' | 'box' | 'embedding'>; objectType: string | undefined };
-const asTarget = (object: DetectedObject): SearchTarget => ({ object, objectType: object.type });
-
 /** Search by image (spec 4.5): the primary object, the object at a point, or what the box names, is searched. */
 const uploadSearch = factory.createHandlers(endpoint('uploadsearch', { failureFields: emptySearchPage }), authenticate({ allowAppKey: true }), searchQuota, async (c) => {
-  const { options, paging, region, sensitivity, query, analysis, box, mode, search, kept } = await prepare(c, { limitName: 'limit', allowPoints: false });
+  const { options, paging, region, sensitivity, analysis, query, box, content, mode, search, kept } = await prepare(c, {
+    limitName: 'limit',
+    allowPoints: false,
+    // A box around no detected object is searched as its own content.
+    searchesContent: (box) => box.named === undefined,
+  });
   // Spec 4.5: `product_types` lists the detected objects; the first is the one searched.
   let detected: SearchTarget[];
-  if (box) detected = [box.kind === 'object' ? asTarget(box.object) : regionAsObject(box.content, box.filling)];
-  else if (region.kind === 'points') detected = [objectAt(analysis.objects, mode, region.points[0]!)].filter((object) => object !== undefined).map(asTarget);
+  if (box?.named) detected = [asTarget(box.named)];
+  else if (content) detected = [regionAsObject(content.region, content.filling)];
+  else if (region.kind === 'points') detected = [objectAt(analysis.objects, mode, sensitivity, region.points[0]!)].filter((object) => object !== undefined).map(asTarget);
   else detected = keptObjects(analysis.objects, mode, sensitivity).map(asTarget);
   const target = detected[0];
 
@@ -94,25 +104,26 @@ const uploadSearch = factory.createHandlers(endpoint('uploadsearch', { failureFi
   });
 });
 
-/** Multiple product search (spec 4.6): every detected object (or the object at each point) gets its own results. */
+/**
+ * Multiple product search (spec 4.6): every detected object (or the object at each point) gets its own results. A box
+ * lists the objects in it, the one it is drawn around first; a box with none is analysed on its own.
+ */
 const discoverSearch = factory.createHandlers(endpoint('discoversearch', { failureFields: noObjects }), authenticate({ allowAppKey: true }), searchQuota, async (c) => {
   const detectionLimit = readParam(c.var.params, DETECTION, 'detection_limit');
-  const { options, paging, region, sensitivity, query, analysis, box, mode, search, kept } = await prepare(c, {
+  const { options, paging, region, sensitivity, query, analysis, box, content, mode, search, kept } = await prepare(c, {
     limitName: 'result_limit',
     allowPoints: true,
+    searchesContent: (box) => box.named === undefined && box.within.length === 0,
   });
 
   let targets: SearchTarget[];
-  if (box?.kind === 'object') targets = [asTarget(box.object)];
-  else if (box) {
-    // Spec 4.6: only the area inside the box is analysed: the objects found there, or the box itself without one.
-    const inside = box.inside.slice(0, detectionLimit);
-    targets = inside.length > 0 ? inside.map(asTarget) : [regionAsObject(box.content)];
-  } else if (mode.kind === 'off') targets = [regionAsObject(analysis.whole)];
+  if (content) targets = content.inside.length > 0 ? content.inside.slice(0, detectionLimit).map(asTarget) : [regionAsObject(content.region)];
+  else if (box) targets = [...(box.named ? [box.named] : []), ...box.within].slice(0, detectionLimit).map(asTarget);
+  else if (mode.kind === 'off') targets = [regionAsObject(analysis.whole)];
   else {
     const objects =
       region.kind === 'points'
-        ? [...new Set(region.points.map((point) => objectAt(analysis.objects, mode, point)).filter((object) => object !== undefined))]
+        ? [...new Set(region.points.map((point) => objectAt(analysis.objects, mode, sensitivity, point)).filter((object) => object !== undefined))]
         : keptObjects(analysis.objects, mode, sensitivity).slice(0, detectionLimit);
     targets = objects.map(asTarget);
   }
@@ -124,6 +135,7 @@ const discoverSearch = factory.createHandlers(endpoint('discoversearch', { failu
     }),
   );
   const [objects] = await Promise.all([wrapTime(c, 'index', searching), kept]);
+  const searchedBox = box?.named?.box ?? content?.region.box ?? (region.kind === 'box' ? region.box : analysis.whole.box);
   return c.json({
     status: 'OK',
     method: 'discoversearch',
@@ -134,7 +146,7 @@ const discoverSearch = factory.createHandlers(endpoint('discoversearch', { failu
     objects,
     object_types_list: typeList(analysis.types),
     im_id: query.imId,
-    ...(options.qinfo ? { qinfo: { im_id: query.imId, box: box?.kind === 'content' ? box.content.box : analysis.whole.box, detection: mode.kind === 'type' ? mode.type : mode.kind } } : {}),
+    ...(options.qinfo ? { qinfo: { im_id: query.imId, box: searchedBox, detection: mode.kind === 'type' ? mode.type : mode.kind } } : {}),
     reqid: c.var.reqid,
   });
 });

@@ -8,7 +8,7 @@ export type DetectionMode = { kind: 'off' } | { kind: 'all' } | { kind: 'type'; 
 
 /**
  * Lowest detection score kept by `detection_sensitivity`: `low` keeps only confident objects, `high` more (0.2 is
- * the detector's own floor). A point or a box names its object, so there the detector's floor applies.
+ * the detector's own floor). Points and boxes name objects among those kept, as `/discoversearch` lists them.
  */
 const MIN_SCORE = { low: 0.35, high: 0.2 } as const;
 export type Sensitivity = keyof typeof MIN_SCORE;
@@ -47,17 +47,16 @@ export function detectionMode(raw: string | undefined, types: string[]): Detecti
 export const readSensitivity = (params: RequestParams): Sensitivity =>
   readParam(params, DETECTION, 'detection_sensitivity');
 
-/** The objects a `detection` mode asks for. */
-export const ofMode = (objects: DetectedObject[], mode: DetectionMode): DetectedObject[] =>
+const ofMode = (objects: DetectedObject[], mode: DetectionMode): DetectedObject[] =>
   mode.kind === 'off' ? [] : mode.kind === 'all' ? objects : objects.filter((object) => object.type === mode.type);
 
 /** The objects a mode and sensitivity keep, most confident first (the detector answers them in that order). */
 export const keptObjects = (objects: DetectedObject[], mode: DetectionMode, sensitivity: Sensitivity): DetectedObject[] =>
   ofMode(objects, mode).filter((object) => object.score >= minScore(object.type, sensitivity));
 
-/** The object at a point: the smallest one of the mode that contains it. */
-export const objectAt = (objects: DetectedObject[], mode: DetectionMode, point: Point): DetectedObject | undefined =>
-  ofMode(objects, mode)
+/** The object at a point: the smallest one the mode and sensitivity keep that contains it. */
+export const objectAt = (objects: DetectedObject[], mode: DetectionMode, sensitivity: Sensitivity, point: Point): DetectedObject | undefined =>
+  keptObjects(objects, mode, sensitivity)
     .filter((object) => contains(object.box, point))
     .sort((a, b) => area(a.box) - area(b.box))[0];
 

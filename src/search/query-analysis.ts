@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { Env } from '../env';
 import { ApiError, invalidParameter } from '../http/envelope';
 import { GENERAL, SEARCH_ERRORS } from '../http/messages';
@@ -11,53 +12,61 @@ import {
   type PredictOptions,
 } from '../ports/inference/types';
 import { iou } from '../../inference/src/models/detect/overlap';
-import { keptObjects, ofMode, type DetectionMode, type Sensitivity } from './detection';
+import { keptObjects, type DetectionMode, type Sensitivity } from './detection';
+import { area } from './region';
 
 /** A searched area of the query image, with its embedding. */
 export type QueryRegion = { box: Box; embedding: number[] };
+
+const box = z.tuple([z.number(), z.number(), z.number(), z.number()]);
+const queryAnalysis = z.object({
+  /** Every type the detector can report. */
+  types: z.array(z.string()),
+  /** Detected objects of the whole image, most confident first. */
+  objects: z.array(z.object({ type: z.string(), label: z.string(), score: z.number(), box, embedding: z.array(z.number()) })),
+  /** The whole image as a search target. */
+  whole: z.object({ box, embedding: z.array(z.number()) }),
+});
 
 /**
  * What the inference service found in a whole query image. Kept with the image (storage/query-images.ts), so that a
  * later search by its `im_id` (a point, a box, another endpoint) works on the same objects rather than detecting
  * again: the same object is then searched with the same type, score and embedding whichever way it is named.
  */
-export type QueryAnalysis = {
-  /** Every type the detector can report. */
-  types: string[];
-  /** Detected objects of the whole image, most confident first. */
-  objects: DetectedObject[];
-  /** The whole image as a search target. */
-  whole: QueryRegion;
-};
+export type QueryAnalysis = z.infer<typeof queryAnalysis>;
 
-/** What a box names: a detected object of the whole image, or its own content (with what detection finds in it). */
-export type BoxAnalysis =
-  | { kind: 'object'; object: DetectedObject }
-  | {
-      kind: 'content';
-      content: QueryRegion;
-      /** The object detected inside the box that fills it, if one does: the content is searched as its type. */
-      filling: DetectedObject | undefined;
-      /** The objects detected inside the box that the mode and sensitivity keep, most confident first. */
-      inside: DetectedObject[];
-    };
+/** A kept analysis read back; undefined when it is not one (the image is then analysed again). */
+export function parseQueryAnalysis(json: string): QueryAnalysis | undefined {
+  try {
+    return queryAnalysis.parse(JSON.parse(json));
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * A box and a detected object whose boxes overlap at least this much (IoU) are the same object: the detection
  * benchmarks' own match threshold, loose enough for a box drawn by hand around the object.
  */
-export const SAME_OBJECT_IOU = 0.5;
+const SAME_OBJECT_IOU = 0.5;
 
-/** The object of `objects` a box names: the one it overlaps most, at SAME_OBJECT_IOU or more. */
-export function objectOfBox(objects: DetectedObject[], box: Box): DetectedObject | undefined {
-  let best: DetectedObject | undefined;
-  let bestOverlap = SAME_OBJECT_IOU;
+/** The object of `objects` a box names: the one it overlaps most, at SAME_OBJECT_IOU or more; the first of equals. */
+function objectOfBox<T extends { box: Box }>(objects: T[], box: Box): T | undefined {
+  let best: T | undefined;
+  let bestOverlap = 0;
   for (const object of objects) {
     const overlap = iou(object.box, box);
-    if (overlap >= bestOverlap) [best, bestOverlap] = [object, overlap];
+    if (overlap >= SAME_OBJECT_IOU && overlap > bestOverlap) [best, bestOverlap] = [object, overlap];
   }
   return best;
 }
+
+/** The share of an object's box inside another box. */
+const shareInside = (object: Box, box: Box): number => {
+  const width = Math.min(object[2], box[2]) - Math.max(object[0], box[0]);
+  const height = Math.min(object[3], box[3]) - Math.max(object[1], box[1]);
+  return width > 0 && height > 0 ? (width * height) / area(object) : 0;
+};
 
 async function predictEmbedDetect(env: Env, bytes: Uint8Array, options: PredictOptions) {
   try {
@@ -84,23 +93,41 @@ export async function analyzeImage(env: Env, bytes: Uint8Array): Promise<QueryAn
   };
 }
 
+/** A box's own content: embedded and detected on its own. */
+export type BoxContent = {
+  region: QueryRegion;
+  /** The object detected inside the box that fills it, if one does: the content is searched as its type. */
+  filling: DetectedObject | undefined;
+  /** The objects detected inside the box that the mode and sensitivity keep, most confident first. */
+  inside: DetectedObject[];
+};
+
 /**
- * What a box names. A box around an object the detector sees in the whole image (one of the `detection` mode's, as
- * a point may name it) is that object, exactly as `/discoversearch` reports it; any other box is its own content,
- * embedded and detected on its own.
+ * What a box names, among the objects of the whole image that the search's `detection` mode and sensitivity keep
+ * (what `/discoversearch` lists): `named`, the object the box is drawn around, exactly as discover reports it;
+ * `within`, the other objects lying mostly inside the box. `content()` analyses the box on its own, once, for the
+ * searches that need it.
  */
-export async function analyzeBox(
+export type BoxAnalysis = { named: DetectedObject | undefined; within: DetectedObject[]; content: () => Promise<BoxContent> };
+
+/** A box with no area inside the image is refused before anything is kept. */
+export function analyzeBox(
   env: Env,
   bytes: Uint8Array,
-  box: Box,
+  requested: Box,
   analysis: QueryAnalysis,
   detection: { mode: DetectionMode; sensitivity: Sensitivity },
-): Promise<BoxAnalysis> {
-  const { mode, sensitivity } = detection;
-  const named = objectOfBox(ofMode(analysis.objects, mode), box);
-  if (named) return { kind: 'object', object: named };
-  const prediction = await predictEmbedDetect(env, bytes, { box });
-  const content = { box: prediction.box ?? box, embedding: prediction.embed.vector };
-  const inside = keptObjects(prediction.detect.objects, mode, sensitivity);
-  return { kind: 'content', content, filling: objectOfBox(inside, content.box), inside };
+): BoxAnalysis {
+  if (iou(requested, analysis.whole.box) === 0) throw invalidParameter('box is outside the image.');
+  const kept = keptObjects(analysis.objects, detection.mode, detection.sensitivity);
+  const named = objectOfBox(kept, requested);
+  const within = kept.filter((object) => object !== named && shareInside(object.box, requested) >= SAME_OBJECT_IOU);
+  let content: Promise<BoxContent> | undefined;
+  const analyzeContent = async (): Promise<BoxContent> => {
+    const prediction = await predictEmbedDetect(env, bytes, { box: requested });
+    const region = { box: prediction.box ?? requested, embedding: prediction.embed.vector };
+    const inside = keptObjects(prediction.detect.objects, detection.mode, detection.sensitivity);
+    return { region, filling: objectOfBox(inside, region.box), inside };
+  };
+  return { named, within, content: () => (content ??= analyzeContent()) };
 }

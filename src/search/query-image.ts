@@ -7,7 +7,7 @@ import type { RequestParams } from '../http/params';
 import { hasSupportedDimensions, probeImage, type ImageInfo } from '../images/probe';
 import { putImageBlob, queryBlobKey } from '../storage/blobs';
 import { findQueryImage, insertQueryImage, setQueryImageAnalysis } from '../storage/query-images';
-import type { QueryAnalysis } from './query-analysis';
+import { parseQueryAnalysis, type QueryAnalysis } from './query-analysis';
 
 /** Spec 4.5: an uploaded query image is at most 10 MB; an image URL is held to the same. */
 export const MAX_QUERY_IMAGE_BYTES = 10 * 1024 * 1024;
@@ -69,7 +69,9 @@ export async function resolveQueryImage(env: Env, appId: string, params: Request
     if (!row || !stored) throw new ApiError(404, 'Image not found with im_id.');
     const info = { format: row.format as ImageInfo['format'], width: row.width, height: row.height };
     const bytes = new Uint8Array(await stored.arrayBuffer());
-    return { imId, bytes, info, isNew: false, ...(row.analysis ? { analysis: JSON.parse(row.analysis) as QueryAnalysis } : {}) };
+    // A kept analysis that does not read as one is made again (and kept again).
+    const analysis = row.analysis === null ? undefined : parseQueryAnalysis(row.analysis);
+    return { imId, bytes, info, isNew: false, ...(analysis ? { analysis } : {}) };
   }
 
   let bytes: Uint8Array;

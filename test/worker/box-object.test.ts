@@ -18,9 +18,10 @@ import {
 
 /**
  * Issue 20, rule 1: a box (or a point) that names an object the detector sees in the whole image is that object. The
- * same object searched by `/discoversearch`, by its point and by its box has the same type, score and results; any
- * other box is searched as its own content. Scenes with several detected objects of the bundled COCO detector.
+ * same object searched by `/discoversearch`, by its point and by its box (at the same sensitivity) has the same type,
+ * score and results; any other box is searched as its own content. Scenes with several detected objects.
  */
+const HIGH = { detection_sensitivity: 'high' };
 const SCENES = ['opencv-doc_plant.jpg', 'opencv-doc_basketball1.jpg', 'opencv-doc_aloeL.jpg', 'opencv-doc_board.jpg', 'opencv-doc_messi5.jpg', 'opencv-doc_left.jpg', 'skimage_astronaut.jpg'];
 const CATALOG = [...SCENES, 'skimage_chelsea.jpg', 'hobbies_camera_35mm.png', 'household_dishes_pitcher_small.png', 'animals_mammals_cats_tiger.png'];
 const nameOf = (file: string): string => file.replace(/\.[a-z]+$/, '');
@@ -69,20 +70,24 @@ describe('a box or a point names the object the detector sees', () => {
     const { imId, objects } = scenes.get(file)!;
     for (const object of objects) {
       const expected = { type: object.type, score: object.score, box: object.box };
-      const byBox = await uploadsearch(app, { im_id: imId, box: object.box.join(','), score: 'true' });
+      const byBox = await uploadsearch(app, { im_id: imId, box: object.box.join(','), score: 'true', ...HIGH });
       expect(byBox.body.product_types, `${file} box ${object.box}`).toEqual([{ ...expected, attributes: {} }]);
       expect(firstResult(byBox.body.result)).toEqual(firstResult(object.result));
       expect(byBox.body.total).toBe(object.total);
 
       const point = pointOf(object, objects);
       if (!point) continue;
-      const byPoint = await uploadsearch(app, { im_id: imId, box: `${point},${point}`, score: 'true' });
+      const byPoint = await uploadsearch(app, { im_id: imId, box: `${point},${point}`, score: 'true', ...HIGH });
       expect(byPoint.body.product_types, `${file} point ${point}`).toEqual([{ ...expected, attributes: {} }]);
       expect(firstResult(byPoint.body.result)).toEqual(firstResult(object.result));
-      const discoveredAt = await discoversearch(app, { im_id: imId, point: point.join(','), score: 'true' });
+      const discoveredAt = await discoversearch(app, { im_id: imId, point: point.join(','), score: 'true', ...HIGH });
       expect(discoveredAt.body.objects).toHaveLength(1);
       expect(discoveredAt.body.objects[0]).toMatchObject(expected);
       expect(firstResult(discoveredAt.body.objects[0]!.result)).toEqual(firstResult(object.result));
+      // Discover within the box: the object it is drawn around comes first.
+      const discoveredIn = await discoversearch(app, { im_id: imId, box: object.box.join(','), score: 'true', detection_limit: '30', ...HIGH });
+      expect(discoveredIn.body.objects[0]).toMatchObject(expected);
+      expect(firstResult(discoveredIn.body.objects[0]!.result)).toEqual(firstResult(object.result));
     }
   });
 
@@ -94,6 +99,16 @@ describe('a box or a point names the object the detector sees', () => {
     const { body } = await uploadsearch(app, { im_id: imId, box: loose.join(','), score: 'true' });
     expect(body.product_types).toEqual([{ type: pot.type, attributes: {}, score: pot.score, box: pot.box }]);
     expect(firstResult(body.result)).toEqual(firstResult(pot.result));
+  });
+
+  it('a box names only what the sensitivity keeps: at low, a box around a weak find is its own content', async () => {
+    const { imId, objects } = scenes.get('opencv-doc_plant.jpg')!;
+    const glass = objects.find((object) => object.score < 0.35)!;
+    const atHigh = await uploadsearch(app, { im_id: imId, box: glass.box.join(','), ...HIGH });
+    expect(atHigh.body.product_types[0]).toMatchObject({ type: glass.type, score: glass.score, box: glass.box });
+    const atLow = await uploadsearch(app, { im_id: imId, box: glass.box.join(',') });
+    expect(atLow.body.product_types).toHaveLength(1);
+    expect(atLow.body.product_types[0]!.score).not.toBe(glass.score);
   });
 
   it('a box that names no detected object is searched as its own content, type other', async () => {
@@ -113,11 +128,23 @@ describe('a box or a point names the object the detector sees', () => {
     const first = await upload({ image: await imageBytes('/images/opencv-doc_plant.jpg') });
     expect(first.headers.get('server-timing')).toMatch(/inference;/);
     const firstBody = await first.json<UploadBody>();
-    const row = await env.DB.prepare('SELECT analysis FROM query_images WHERE id = ?').bind(firstBody.im_id).first<{ analysis: string }>();
-    expect(JSON.parse(row!.analysis).objects.length).toBeGreaterThan(0);
+    const keptAnalysis = async () => {
+      const row = await env.DB.prepare('SELECT analysis FROM query_images WHERE id = ?').bind(firstBody.im_id).first<{ analysis: string }>();
+      return (JSON.parse(row!.analysis) as { objects: DetectedObject[] }).objects.map(({ type, score, box }) => ({ type, score, box }));
+    };
+    const analysis = await keptAnalysis();
+    expect(analysis.length).toBeGreaterThan(0);
     const again = await upload({ im_id: firstBody.im_id });
     expect(again.status).toBe(200);
     expect(again.headers.get('server-timing')).not.toMatch(/inference;/);
     expect((await again.json<UploadBody>()).product_types).toEqual(firstBody.product_types);
+    // An image kept without an analysis (or with one that does not read) is analysed again, and the analysis kept.
+    for (const stored of [null, '{"objects": "not an analysis"}']) {
+      await env.DB.prepare('UPDATE query_images SET analysis = ? WHERE id = ?').bind(stored, firstBody.im_id).run();
+      const analysedAgain = await upload({ im_id: firstBody.im_id });
+      expect(analysedAgain.headers.get('server-timing')).toMatch(/inference;/);
+      expect((await analysedAgain.json<UploadBody>()).product_types).toEqual(firstBody.product_types);
+      expect(await keptAnalysis()).toEqual(analysis);
+    }
   });
 });

@@ -47,10 +47,10 @@ export function cropView(view: ImageView, box: Box): ImageView {
   const [vx1, vy1, vx2, vy2] = view.box;
   const scaleX = pixels.width / (vx2 - vx1);
   const scaleY = pixels.height / (vy2 - vy1);
-  const left = clampInt(Math.floor((box[0] - vx1) * scaleX + EDGE_EPSILON), 0, pixels.width - 1);
-  const top = clampInt(Math.floor((box[1] - vy1) * scaleY + EDGE_EPSILON), 0, pixels.height - 1);
-  const right = clampInt(Math.ceil((box[2] - vx1) * scaleX - EDGE_EPSILON), left + 1, pixels.width);
-  const bottom = clampInt(Math.ceil((box[3] - vy1) * scaleY - EDGE_EPSILON), top + 1, pixels.height);
+  const left = clamp(Math.floor((box[0] - vx1) * scaleX + EDGE_EPSILON), 0, pixels.width - 1);
+  const top = clamp(Math.floor((box[1] - vy1) * scaleY + EDGE_EPSILON), 0, pixels.height - 1);
+  const right = clamp(Math.ceil((box[2] - vx1) * scaleX - EDGE_EPSILON), left + 1, pixels.width);
+  const bottom = clamp(Math.ceil((box[3] - vy1) * scaleY - EDGE_EPSILON), top + 1, pixels.height);
   return {
     pixels: cropPixels(pixels, left, top, right - left, bottom - top),
     box: [vx1 + left / scaleX, vy1 + top / scaleY, vx1 + right / scaleX, vy1 + bottom / scaleY],
@@ -83,6 +83,7 @@ function copyRect(
   return data;
 }
 
-function clampInt(value: number, min: number, max: number): number {
+/** `value` within [min, max]. */
+export function clamp(value: number, min: number, max: number): number {
   return Math.min(Math.max(value, min), max);
 }

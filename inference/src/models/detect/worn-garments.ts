@@ -9,7 +9,7 @@ export const PERSON_LABEL = 'person';
 /** The types a person's pose gives, in the order garmentBoxes may report them. */
 export const GARMENT_TYPES: readonly GarmentLabel[] = ['Top', 'Bottom', 'Shoe'];
 /** People posed at most, the most confident first: each costs one pose run. */
-export const MAX_POSED_PEOPLE = 5;
+const MAX_POSED_PEOPLE = 5;
 
 /**
  * What the people in a view wear: a person is no product, but their clothes are. Each detected person (the most

@@ -1,7 +1,7 @@
 import type { RgbPixels } from '../../image/decode.ts';
 import { humanModelFile } from '../human-models.ts';
 import { resizeRgb } from '../../image/resize.ts';
-import { cropPixels, type Box } from '../../image/view.ts';
+import { clamp, cropPixels, type Box } from '../../image/view.ts';
 import type { Float32Tensor, InferenceSession, ModelSource, Runtime } from '../../runtime/runtime.ts';
 
 /**
@@ -133,8 +133,4 @@ export async function toMoveNetInput(
     input: { data, shape: [1, size, size, 3] },
     toPixels: (x, y) => ({ x: left + (x * size - offsetX) / scaleX, y: top + (y * size - offsetY) / scaleY }),
   };
-}
-
-function clamp(value: number, min: number, max: number): number {
-  return Math.min(Math.max(value, min), max);
 }
