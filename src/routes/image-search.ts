@@ -51,7 +51,7 @@ async function prepare(
   await requireCollection(c.env.DB, app.id);
 
   const query = await wrapTime(c, 'image', resolveQueryImage(c.env, app.id, params));
-  const analysis = query.analysis ?? (await wrapTime(c, 'inference', analyzeImage(c.env, query.bytes)));
+  const analysis = query.analysis ?? (await wrapTime(c, 'inference', analyzeImage(c.env, await query.bytes())));
   const mode = detectionMode(detection, analysis.types);
   const box = region.kind === 'box' ? analyzeBox(c.env, query.bytes, region.box, analysis, { mode, sensitivity }) : undefined;
   const content = box && endpoint.searchesContent(box) ? await wrapTime(c, 'box', box.content()) : undefined;

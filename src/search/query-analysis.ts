@@ -113,7 +113,7 @@ export type BoxAnalysis = { named: DetectedObject | undefined; within: DetectedO
 /** A box with no area inside the image is refused before anything is kept. */
 export function analyzeBox(
   env: Env,
-  bytes: Uint8Array,
+  bytes: () => Promise<Uint8Array>,
   requested: Box,
   analysis: QueryAnalysis,
   detection: { mode: DetectionMode; sensitivity: Sensitivity },
@@ -124,7 +124,7 @@ export function analyzeBox(
   const within = kept.filter((object) => object !== named && shareInside(object.box, requested) >= SAME_OBJECT_IOU);
   let content: Promise<BoxContent> | undefined;
   const analyzeContent = async (): Promise<BoxContent> => {
-    const prediction = await predictEmbedDetect(env, bytes, { box: requested });
+    const prediction = await predictEmbedDetect(env, await bytes(), { box: requested });
     const region = { box: prediction.box ?? requested, embedding: prediction.embed.vector };
     const inside = keptObjects(prediction.detect.objects, detection.mode, detection.sensitivity);
     return { region, filling: objectOfBox(inside, region.box), inside };

@@ -23,12 +23,14 @@ export const QUERY_IMAGE = {
 };
 
 const tooLarge = (): ApiError => new ApiError(413, 'The image file exceeds the 10MB limit.');
+const notFound = (): ApiError => new ApiError(404, 'Image not found with im_id.');
 
 /**
  * `isNew`: an upload or a download, not kept yet (keepQueryImage); otherwise read back by its `im_id`, with the
- * analysis kept beside it (absent for an image kept before analyses were).
+ * analysis kept beside it (absent for an image kept before analyses were). `bytes` reads a kept image from storage
+ * only when something needs its pixels: a search by `im_id` with a kept analysis and no new box needs none.
  */
-export type QueryImage = { imId: string; bytes: Uint8Array; info: ImageInfo; isNew: boolean; analysis?: QueryAnalysis };
+export type QueryImage = { imId: string; bytes: () => Promise<Uint8Array>; info: ImageInfo; isNew: boolean; analysis?: QueryAnalysis };
 
 const newImId = (): string => crypto.randomUUID().replaceAll('-', '');
 
@@ -65,13 +67,17 @@ export async function resolveQueryImage(env: Env, appId: string, params: Request
 
   if (imId) {
     const row = await findQueryImage(env.DB, appId, imId);
-    const stored = row && (await env.BLOBS.get(row.blob_key));
-    if (!row || !stored) throw new ApiError(404, 'Image not found with im_id.');
+    if (!row) throw notFound();
     const info = { format: row.format as ImageInfo['format'], width: row.width, height: row.height };
-    const bytes = new Uint8Array(await stored.arrayBuffer());
+    let stored: Promise<Uint8Array> | undefined;
+    const read = async (): Promise<Uint8Array> => {
+      const object = await env.BLOBS.get(row.blob_key);
+      if (!object) throw notFound();
+      return new Uint8Array(await object.arrayBuffer());
+    };
     // A kept analysis that does not read as one is made again (and kept again).
     const analysis = row.analysis === null ? undefined : parseQueryAnalysis(row.analysis);
-    return { imId, bytes, info, isNew: false, ...(analysis ? { analysis } : {}) };
+    return { imId, bytes: () => (stored ??= read()), info, isNew: false, ...(analysis ? { analysis } : {}) };
   }
 
   let bytes: Uint8Array;
@@ -81,7 +87,8 @@ export async function resolveQueryImage(env: Env, appId: string, params: Request
     bytes = new Uint8Array(await upload.arrayBuffer());
   } else throw new ApiError(400, SEARCH_ERRORS.invalidImageOrUrl);
 
-  return { imId: newImId(), bytes, info: checkImage(bytes), isNew: true };
+  const info = checkImage(bytes);
+  return { imId: newImId(), bytes: async () => bytes, info, isNew: true };
 }
 
 /**
@@ -91,7 +98,7 @@ export async function resolveQueryImage(env: Env, appId: string, params: Request
  */
 export async function keepQueryImage(env: Env, appId: string, query: QueryImage, analysis: QueryAnalysis): Promise<void> {
   if (query.isNew) {
-    await putImageBlob(env.BLOBS, queryBlobKey(appId, query.imId), query.bytes, query.info.format);
+    await putImageBlob(env.BLOBS, queryBlobKey(appId, query.imId), await query.bytes(), query.info.format);
     await insertQueryImage(env.DB, appId, query.imId, query.info, JSON.stringify(analysis));
   } else if (!query.analysis) await setQueryImageAnalysis(env.DB, appId, query.imId, JSON.stringify(analysis));
 }

@@ -123,6 +123,21 @@ describe('a box or a point names the object the detector sees', () => {
     expect(discovered.body.objects.map(({ type, box }) => ({ type, box }))).toEqual([{ type: 'other', box: empty }]);
   });
 
+  it('a search by im_id needs the kept image only for a box around no object: a point or a named box reads no pixels', async () => {
+    const { body: first } = await uploadsearch(app, { image: await imageBytes('/images/opencv-doc_plant.jpg'), score: 'true' });
+    const pot = first.product_types[0]!;
+    const { blob_key: key } = (await env.DB.prepare('SELECT blob_key FROM query_images WHERE id = ?').bind(first.im_id).first<{ blob_key: string }>())!;
+    // The stored pixels gone (as nothing ever removes them before the row expires): what needs no pixels still answers.
+    await env.BLOBS.delete(key);
+    const named = await uploadsearch(app, { im_id: first.im_id, box: pot.box.join(','), score: 'true' });
+    expect(named.body.product_types).toEqual([pot]);
+    const point = `${Math.round((pot.box[0]! + pot.box[2]!) / 2)},${Math.round((pot.box[1]! + pot.box[3]!) / 2)}`;
+    expect((await uploadsearch(app, { im_id: first.im_id, box: `${point},${point}` })).body.product_types[0]).toMatchObject({ type: pot.type, box: pot.box });
+    // A box around nothing needs the pixels: without them, the im_id is unknown.
+    const content = await uploadsearch(app, { im_id: first.im_id, box: '0,0,60,60' });
+    expect(content.body).toMatchObject({ status: 'fail', error: ['Image not found with im_id.'] });
+  });
+
   it('a search by im_id reuses the kept analysis instead of running inference on the whole image again', async () => {
     const upload = (fields: Record<string, string | Blob>) => call('/uploadsearch', { method: 'POST', headers: basicAuth(app), body: searchForm(fields) });
     const first = await upload({ image: await imageBytes('/images/opencv-doc_plant.jpg') });
