@@ -21,7 +21,7 @@ export const dataErrorEntry = (error: DataError, item?: { index: number; im_name
 });
 
 /** Seconds a busy answer asks the client to wait before trying again (`Retry-After`). */
-export const BUSY_RETRY_AFTER_SECONDS = 5;
+const BUSY_RETRY_AFTER_SECONDS = 5;
 
 /**
  * A request that cannot be answered with `OK`. Thrown anywhere below a route and turned into the spec's envelope

@@ -21,14 +21,14 @@ export const readPaging = (params: RequestParams, limitName: 'limit' | 'result_l
 });
 
 /** The paging a failed answer reports: what the request asked for where it can be read, the defaults elsewhere. */
-export function pagingOrDefaults(params: RequestParams | undefined, limitName: 'limit' | 'result_limit'): Paging {
+function pagingOrDefaults(params: RequestParams | undefined, limitName: 'limit' | 'result_limit'): Paging {
   const read = (name: 'page' | 'limit' | 'result_limit'): number => {
     try {
       if (params) return readParam(params, PAGING, name);
     } catch {
       // A bad value is what failed; the default stands in for it.
     }
-    return PAGING[name].def.defaultValue;
+    return PAGING[name].parse(undefined);
   };
   return { page: read('page'), limit: read(limitName) };
 }
