@@ -18,7 +18,7 @@ export type Priority = (typeof PRIORITIES)[number];
 export const PRIORITY_HEADER = 'x-inference-priority';
 
 /** x1, y1, x2, y2 in the original image's pixels as displayed; (0,0) is the top-left corner. */
-const box = z.tuple([z.number(), z.number(), z.number(), z.number()]);
+export const box = z.tuple([z.number(), z.number(), z.number(), z.number()]);
 export type Box = z.infer<typeof box>;
 
 const paletteColor = z.object({
@@ -29,7 +29,7 @@ const paletteColor = z.object({
 });
 export type PaletteColor = z.infer<typeof paletteColor>;
 
-const detectedObject = z.object({
+export const detectedObject = z.object({
   /** The spec's product type, e.g. `Bag`. */
   type: z.string(),
   /** The detector's own label, e.g. `handbag`. */

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { iou } from '../src/models/detect/overlap.ts';
-import { GARMENT_TYPES } from '../src/models/detect/worn-garments.ts';
+import { GARMENT_LABELS } from '../src/models/pose/garments.ts';
 import { cosine, IMAGES_DIR, startServer, type Box, type DetectedObject, type RunningServer } from './harness.ts';
 
 const EMBED_DIM = 448;
@@ -63,7 +63,7 @@ describe('POST /predict detect', () => {
   test('reports as types exactly the label map\'s values and the garments a pose gives', async () => {
     const { body } = await server.predict(plant, 'detect');
     const map = JSON.parse(await readFile(LABEL_MAP_FILE, 'utf8')) as Record<string, string>;
-    assert.deepEqual(body.detect.types, [...new Set([...Object.values(map), ...GARMENT_TYPES])].sort());
+    assert.deepEqual(body.detect.types, [...new Set([...Object.values(map), ...GARMENT_LABELS])].sort());
   });
 
   test('drops what the label map does not name: a cat photo has no objects', async () => {

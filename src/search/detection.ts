@@ -1,7 +1,8 @@
 import { choice, integer, readParam, text } from '../http/param-schema';
 import type { RequestParams } from '../http/params';
 import type { DetectedObject } from '../ports/inference/types';
-import { area, contains, type Point } from './region';
+import { boxArea } from '../../inference/src/models/detect/overlap';
+import { contains, type Point } from './region';
 
 /** Spec 4.6 `detection`: `all`/`null` detect every type, a supported type that type, anything else: off. */
 export type DetectionMode = { kind: 'off' } | { kind: 'all' } | { kind: 'type'; type: string };
@@ -58,7 +59,7 @@ export const keptObjects = (objects: DetectedObject[], mode: DetectionMode, sens
 export const objectAt = (objects: DetectedObject[], mode: DetectionMode, sensitivity: Sensitivity, point: Point): DetectedObject | undefined =>
   keptObjects(objects, mode, sensitivity)
     .filter((object) => contains(object.box, point))
-    .sort((a, b) => area(a.box) - area(b.box))[0];
+    .sort((a, b) => boxArea(a.box) - boxArea(b.box))[0];
 
 /** A detected object as the spec's responses show it (2.6); the detector has no attribute models. */
 export const describeObject = (object: Pick<DetectedObject, 'type' | 'score' | 'box'>) => ({

@@ -11,19 +11,18 @@ import {
   type DetectedObject,
   type PredictOptions,
 } from '../ports/inference/types';
-import { iou } from '../../inference/src/models/detect/overlap';
+import { box, detectedObject } from '../../inference/src/contract';
+import { boxArea, intersectionArea, iou } from '../../inference/src/models/detect/overlap';
 import { keptObjects, type DetectionMode, type Sensitivity } from './detection';
-import { area } from './region';
 
 /** A searched area of the query image, with its embedding. */
 export type QueryRegion = { box: Box; embedding: number[] };
 
-const box = z.tuple([z.number(), z.number(), z.number(), z.number()]);
 const queryAnalysis = z.object({
   /** Every type the detector can report. */
   types: z.array(z.string()),
   /** Detected objects of the whole image, most confident first. */
-  objects: z.array(z.object({ type: z.string(), label: z.string(), score: z.number(), box, embedding: z.array(z.number()) })),
+  objects: z.array(detectedObject),
   /** The whole image as a search target. */
   whole: z.object({ box, embedding: z.array(z.number()) }),
 });
@@ -62,11 +61,7 @@ function objectOfBox<T extends { box: Box }>(objects: T[], box: Box): T | undefi
 }
 
 /** The share of an object's box inside another box. */
-const shareInside = (object: Box, box: Box): number => {
-  const width = Math.min(object[2], box[2]) - Math.max(object[0], box[0]);
-  const height = Math.min(object[3], box[3]) - Math.max(object[1], box[1]);
-  return width > 0 && height > 0 ? (width * height) / area(object) : 0;
-};
+const shareInside = (object: Box, box: Box): number => intersectionArea(object, box) / boxArea(object);
 
 async function predictEmbedDetect(env: Env, bytes: Uint8Array, options: PredictOptions) {
   try {

@@ -60,4 +60,3 @@ export function readRegion(params: RequestParams, options: { allowPoints: boolea
 }
 
 export const contains = (box: Box, [x, y]: Point): boolean => x >= box[0] && x <= box[2] && y >= box[1] && y <= box[3];
-export const area = (box: Box): number => (box[2] - box[0]) * (box[3] - box[1]);

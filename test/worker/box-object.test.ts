@@ -1,5 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { env } from 'cloudflare:test';
+import { boxArea } from '../../inference/src/models/detect/overlap';
+import type { Box } from '../../src/ports/inference/types';
+import { contains } from '../../src/search/region';
 import {
   basicAuth,
   call,
@@ -27,12 +30,11 @@ const CATALOG = [...SCENES, 'skimage_chelsea.jpg', 'hobbies_camera_35mm.png', 'h
 const nameOf = (file: string): string => file.replace(/\.[a-z]+$/, '');
 
 type Found = DetectedObject & { total: number; result: ResultItem[] };
-const area = (box: number[]): number => (box[2]! - box[0]!) * (box[3]! - box[1]!);
-const inside = (box: number[], [x, y]: [number, number]): boolean => x >= box[0]! && x <= box[2]! && y >= box[1]! && y <= box[3]!;
+const inside = (box: number[], point: [number, number]): boolean => contains(box as Box, point);
 
 /** A point in the object that no smaller object holds: the point that names it (the smallest object at a point). */
 function pointOf(object: Found, objects: Found[]): [number, number] | undefined {
-  const smaller = objects.filter((other) => other !== object && area(other.box) <= area(object.box));
+  const smaller = objects.filter((other) => other !== object && boxArea(other.box) <= boxArea(object.box));
   const [x1, y1, x2, y2] = object.box as [number, number, number, number];
   for (let fy = 0.5; fy < 1; fy += 0.1) {
     for (const fx of [0.5, 0.3, 0.7, 0.15, 0.85]) {

@@ -2,6 +2,7 @@ import type { RgbPixels } from '../../image/decode.ts';
 import { resizeRgb } from '../../image/resize.ts';
 import type { Float32Tensor, InferenceSession, ModelSource, Runtime } from '../../runtime/runtime.ts';
 import { humanModelFile } from '../human-models.ts';
+import { greyPixels, onBlackSquare } from '../model-input.ts';
 import { COCO_LABELS } from './coco-labels.ts';
 import type { Detection, Detector } from './detector.ts';
 
@@ -72,20 +73,14 @@ export async function toCenterNetInput(pixels: RgbPixels): Promise<{ input: Floa
   const scale = size / Math.max(pixels.width, pixels.height);
   const width = Math.min(size, Math.max(1, Math.round(pixels.width * scale)));
   const height = Math.min(size, Math.max(1, Math.round(pixels.height * scale)));
-  const resized = await resizeRgb(pixels, width, height, 'fill');
-  const data = new Float32Array(size * size * 3); // zeros: black padding right and below
-  for (let y = 0; y < height; y++) {
-    const from = y * width * 3;
-    const to = y * size * 3;
-    for (let i = 0; i < width * 3; i++) data[to + i] = resized.data[from + i]!;
-  }
-  return { input: { data, shape: [1, size, size, 3] }, scaleX: width / pixels.width, scaleY: height / pixels.height };
+  // Top-left: black padding right and below.
+  const input = onBlackSquare(await resizeRgb(pixels, width, height, 'fill'), size);
+  return { input, scaleX: width / pixels.width, scaleY: height / pixels.height };
 }
 
 export async function loadCenterNet(runtime: Runtime): Promise<CenterNetDetector> {
   const detector = new CenterNetDetector(await runtime.load(CENTERNET_SOURCE));
   // The first run initialises every kernel; pay for that before serving.
-  const size = CENTERNET_INPUT_SIZE;
-  await detector.detect({ data: Buffer.alloc(size * size * 3, 0x80), width: size, height: size }, 1);
+  await detector.detect(greyPixels(CENTERNET_INPUT_SIZE), 1);
   return detector;
 }

@@ -11,7 +11,8 @@ import { loadLabelMap, mappedTypes, type LabelMap } from './label-map.ts';
 import { cropBoxWithMargin, DETECT_MIN_SCORE, keepDistinct, selectObjects, toViewPixels } from './objects.ts';
 import type { ProductType } from './product-types.ts';
 import { loadMoveNet, type MoveNetPoseEstimator } from '../pose/movenet.ts';
-import { GARMENT_TYPES, PERSON_LABEL, wornGarments } from './worn-garments.ts';
+import { PERSON_LABEL, wornGarments } from './worn-garments.ts';
+import { GARMENT_LABELS } from '../pose/garments.ts';
 import { MAX_DETECTED_OBJECTS } from '../../contract.ts';
 
 export type DetectOptions = {
@@ -45,7 +46,7 @@ export class DetectTask implements TaskModel {
   constructor(detector: Detector | undefined, labelMap: LabelMap, embedder: Embedder, pose?: MoveNetPoseEstimator) {
     this.#pose = pose;
     this.modelId = this.#modelIdWith(detector?.modelId ?? 'external');
-    this.types = [...new Set([...mappedTypes(labelMap), ...(pose ? GARMENT_TYPES : [])])].sort();
+    this.types = [...new Set([...mappedTypes(labelMap), ...(pose ? GARMENT_LABELS : [])])].sort();
     this.#detector = detector;
     this.#labelMap = labelMap;
     this.#embedder = embedder;

@@ -1,13 +1,11 @@
 import type { ImageView } from '../../image/view.ts';
-import { garmentBoxes, type GarmentLabel } from '../pose/garments.ts';
+import { garmentBoxes } from '../pose/garments.ts';
 import type { MoveNetPoseEstimator } from '../pose/movenet.ts';
 import type { Detection } from './detector.ts';
 import { DETECT_MIN_SCORE, keepDistinct, toOriginalPixels, type MappedObject } from './objects.ts';
 
 /** The label of a person in the detectors' vocabulary (COCO, for CenterNet and Workers AI's DETR alike). */
 export const PERSON_LABEL = 'person';
-/** The types a person's pose gives, in the order garmentBoxes may report them. */
-export const GARMENT_TYPES: readonly GarmentLabel[] = ['Top', 'Bottom', 'Shoe'];
 /** People posed at most, the most confident first: each costs one pose run. */
 const MAX_POSED_PEOPLE = 5;
 

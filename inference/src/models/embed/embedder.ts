@@ -5,6 +5,7 @@ import type { InferenceSession, Runtime } from '../../runtime/runtime.ts';
 import type { TaskModel } from '../task-model.ts';
 import { MOBILENET_V2_INPUT_SIZE, MOBILENET_V2_NODES, MOBILENET_V2_SOURCE, mirrorInput, toMobileNetV2Input } from './mobilenet-v2.ts';
 import { averagePool, l2Normalize } from './vector.ts';
+import { greyPixels } from '../model-input.ts';
 
 /** Channels of the last bottleneck; within Vectorize's 1536. */
 export const EMBED_DIM = 448;
@@ -68,8 +69,4 @@ export async function loadEmbedder(runtime: Runtime): Promise<Embedder> {
   // The first run initialises every kernel; pay for that before serving.
   await embedder.embed(greyPixels(MOBILENET_V2_INPUT_SIZE));
   return embedder;
-}
-
-function greyPixels(size: number): RgbPixels {
-  return { data: Buffer.alloc(size * size * 3, 0x80), width: size, height: size };
 }

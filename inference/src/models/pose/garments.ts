@@ -8,7 +8,9 @@ import type { Keypoint, KeypointName } from './movenet.ts';
  * them), clamped inside the person's box.
  */
 
-export type GarmentLabel = 'Top' | 'Bottom' | 'Shoe';
+/** The types a person's pose gives, in the order garmentBoxes may report them. */
+export const GARMENT_LABELS = ['Top', 'Bottom', 'Shoe'] as const;
+export type GarmentLabel = (typeof GARMENT_LABELS)[number];
 
 export type Garment = {
   readonly label: GarmentLabel;

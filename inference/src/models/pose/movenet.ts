@@ -1,5 +1,6 @@
 import type { RgbPixels } from '../../image/decode.ts';
 import { humanModelFile } from '../human-models.ts';
+import { greyPixels, onBlackSquare } from '../model-input.ts';
 import { resizeRgb } from '../../image/resize.ts';
 import { clamp, cropPixels, type Box } from '../../image/view.ts';
 import type { Float32Tensor, InferenceSession, ModelSource, Runtime } from '../../runtime/runtime.ts';
@@ -96,7 +97,7 @@ export async function loadMoveNet(runtime: Runtime): Promise<MoveNetPoseEstimato
   const pose = new MoveNetPoseEstimator(await runtime.load(MOVENET_SOURCE));
   // The first run initialises every kernel; pay for that before serving.
   const size = MOVENET_INPUT_SIZE;
-  await pose.estimate({ data: Buffer.alloc(size * size * 3, 0x80), width: size, height: size }, [0, 0, size, size]);
+  await pose.estimate(greyPixels(size), [0, 0, size, size]);
   return pose;
 }
 
@@ -120,17 +121,11 @@ export async function toMoveNetInput(
   const width = clamp(Math.round((right - left) * scale), 1, size - offsetX);
   const height = clamp(Math.round((bottom - top) * scale), 1, size - offsetY);
   const resized = await resizeRgb(cropPixels(pixels, left, top, right - left, bottom - top), width, height, 'fill');
-  const data = new Float32Array(size * size * 3);
-  for (let y = 0; y < height; y++) {
-    const from = y * width * 3;
-    const to = ((offsetY + y) * size + offsetX) * 3;
-    for (let i = 0; i < width * 3; i++) data[to + i] = resized.data[from + i]!;
-  }
   // The factors of the resize actually done, rounding included.
   const scaleX = width / (right - left);
   const scaleY = height / (bottom - top);
   return {
-    input: { data, shape: [1, size, size, 3] },
+    input: onBlackSquare(resized, size, offsetX, offsetY),
     toPixels: (x, y) => ({ x: left + (x * size - offsetX) / scaleX, y: top + (y * size - offsetY) / scaleY }),
   };
 }
