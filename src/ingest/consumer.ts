@@ -1,7 +1,7 @@
 import { DownloadError, downloadImage, downloadOptions } from '../download/download';
 import type { Env } from '../env';
 import { DATA_ERRORS, type DataError } from '../http/messages';
-import { hasSupportedDimensions, probeImage } from '../images/probe';
+import { hasSupportedDimensions, probeImage, type ImageInfo } from '../images/probe';
 import { inference } from '../ports/inference';
 import { InferenceBusyError, UndecodableImageError, type Prediction } from '../ports/inference/types';
 import { imageBlobKey, putImageBlob } from '../storage/blobs';
@@ -30,16 +30,11 @@ const DEFER_SECONDS = 5;
 /** The longest wait between tries of an item the inference service keeps refusing as busy. */
 const MAX_BUSY_DELAY_SECONDS = 60;
 
-/**
- * Download, check, store, embed, detect, measure colours and index one image as a new version under the item's
- * `seq`: bytes and vectors first, then one D1 batch that makes the version the image's and settles the item
- * (storage/images.ts). A failure before that batch leaves the previous version as it was, fully searchable; what the
- * new version wrote is retired if it never applies.
- */
-async function ingest(env: Env, item: PendingItem & { imUrl: string }): Promise<void> {
+/** Downloads and checks an item's image and predicts what the index needs of it. */
+async function fetchAndPredict(env: Env, imUrl: string): Promise<{ bytes: Uint8Array; info: ImageInfo; prediction: Prediction }> {
   let bytes: Uint8Array;
   try {
-    bytes = await downloadImage(item.imUrl, downloadOptions(env, MAX_IMAGE_BYTES));
+    bytes = await downloadImage(imUrl, downloadOptions(env, MAX_IMAGE_BYTES));
   } catch (error) {
     if (error instanceof DownloadError) throw new ItemRejected(DATA_ERRORS.downloadFailed);
     throw error;
@@ -47,20 +42,30 @@ async function ingest(env: Env, item: PendingItem & { imUrl: string }): Promise<
   const info = probeImage(bytes);
   if (!info) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
   if (!hasSupportedDimensions(info)) throw new ItemRejected(DATA_ERRORS.unsupportedDimension);
-
-  let prediction: Prediction;
   try {
-    prediction = await inference(env).predict(bytes, ['embed', 'detect', 'colors'], { priority: 'bulk' });
+    return { bytes, info, prediction: await inference(env).predict(bytes, ['embed', 'detect', 'colors'], { priority: 'bulk' }) };
   } catch (error) {
     if (error instanceof UndecodableImageError) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
     throw error;
   }
+}
 
+/**
+ * Download, check, store, embed, detect, measure colours and index one image as a new version under the item's
+ * `seq`: bytes and vectors first, then one D1 batch that makes the version the image's and settles the item
+ * (storage/images.ts). A failure before that batch leaves the previous version as it was, fully searchable; what the
+ * new version wrote is retired if it never applies.
+ */
+async function ingest(env: Env, item: PendingItem & { imUrl: string }): Promise<void> {
+  // The schema is read while the image is fetched and predicted: neither waits for the other.
+  const [schema, { bytes, info, prediction }] = await Promise.all([getSchema(env.DB, item.appId), fetchAndPredict(env, item.imUrl)]);
   const blobKey = imageBlobKey(item.appId, item.imName, item.seq);
-  await putImageBlob(env.BLOBS, blobKey, bytes, info.format);
   const objects = prediction.detect.objects;
-  const metadata = vectorMetadata(item.metadata, await getSchema(env.DB, item.appId));
-  await writeImageVectors(env, { id: item.seq, appId: item.appId, metadata }, prediction.embed.vector, prediction.colors.palette, objects);
+  const metadata = vectorMetadata(item.metadata, schema);
+  await Promise.all([
+    putImageBlob(env.BLOBS, blobKey, bytes, info.format),
+    writeImageVectors(env, { id: item.seq, appId: item.appId, metadata }, prediction.embed.vector, prediction.colors.palette, objects),
+  ]);
   await applyVersion(
     env.DB,
     {
@@ -121,10 +126,12 @@ async function handle(env: Env, message: Message<InsertMessage>): Promise<string
     // Checked before the item counts as started: a waiting update must not look like work under way to the sweeper,
     // or an earlier image item whose message was lost would never be sent again, and the update would wait forever.
     if (item.imUrl === null && (await hasEarlierPendingImage(env.DB, item.appId, item.imName, item.seq))) throw new ItemDeferred();
-    await markStarted(env.DB, transId, index);
-    if (item.imUrl === null) await updateMetadata(env, item);
-    else {
-      await ingest(env, { ...item, imUrl: item.imUrl });
+    if (item.imUrl === null) {
+      await markStarted(env.DB, transId, index);
+      await updateMetadata(env, item);
+    } else {
+      // Marked while the image is fetched: the mark only has to land before the message is acknowledged.
+      await Promise.all([markStarted(env.DB, transId, index), ingest(env, { ...item, imUrl: item.imUrl })]);
       ingestedFor = item.appId;
     }
     message.ack();
