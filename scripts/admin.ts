@@ -2,13 +2,18 @@ import { adminConfigFromEnv, adminRequest, type Field } from './lib/admin-client
 
 const USAGE = `Usage: npm run admin -- <command>
 
-  create-app <name>                         create an application; prints its keys (shown once)
+  create-app <name> [embed_model]           create an application (on EMBED_MODEL unless named); prints its keys
+                                            (shown once)
   get-app <app_id>                          show an application and its schema
   set-schema <app_id> <name:type[:searchable]>...
                                             replace the schema; type is string, int, float or text
   set-limits <app_id> <limit>=<number|none>...
                                             image_limit (collection size), pending_limit (images waiting to be
                                             processed), searches_per_minute, upload_bytes_per_minute
+  reindex <app_id> <embed_model>            re-embed the application's images by another model of EMBED_MODELS;
+                                            searches keep the current one until every image is done (asked again,
+                                            one under way goes on, a failed one resumes)
+  reindex-status <app_id>                   the application's latest reindex and its progress
 
 Environment: API_URL (default http://127.0.0.1:$PORT, PORT 8787), ADMIN_TOKEN (default dev-admin-token).`;
 
@@ -34,8 +39,9 @@ async function main(args: string[]): Promise<number> {
   const config = adminConfigFromEnv();
   const [command, ...rest] = args;
   let reply: { status: number; body: unknown };
-  if (command === 'create-app' && rest.length === 1) {
-    reply = await adminRequest(config, 'POST', '/admin/apps', { name: rest[0] });
+  if (command === 'create-app' && (rest.length === 1 || rest.length === 2)) {
+    const [name, embedModel] = rest;
+    reply = await adminRequest(config, 'POST', '/admin/apps', { name, ...(embedModel ? { embed_model: embedModel } : {}) });
   } else if (command === 'get-app' && rest.length === 1) {
     reply = await adminRequest(config, 'GET', `/admin/apps/${encodeURIComponent(rest[0]!)}`);
   } else if (command === 'set-schema' && rest.length >= 1) {
@@ -44,6 +50,11 @@ async function main(args: string[]): Promise<number> {
   } else if (command === 'set-limits' && rest.length >= 2) {
     const [appId, ...limits] = rest;
     reply = await adminRequest(config, 'PATCH', `/admin/apps/${encodeURIComponent(appId!)}`, Object.fromEntries(limits.map(parseLimit)));
+  } else if (command === 'reindex' && rest.length === 2) {
+    const [appId, embedModel] = rest;
+    reply = await adminRequest(config, 'POST', `/admin/apps/${encodeURIComponent(appId!)}/reindex`, { embed_model: embedModel });
+  } else if (command === 'reindex-status' && rest.length === 1) {
+    reply = await adminRequest(config, 'GET', `/admin/apps/${encodeURIComponent(rest[0]!)}/reindex`);
   } else {
     console.error(USAGE);
     return 2;

@@ -9,17 +9,10 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { unstable_readConfig } from 'wrangler';
-import { EMBED_DIM } from '../inference/src/models/embed/embedder.ts';
 import { PALETTE_VECTOR_DIM } from '../src/colors/palette-grid.ts';
+import { parseEmbedModels } from '../src/storage/embed-models.ts';
 import { OBJECT_TYPE_KEY, parseMetadataIndexes, vectorMetadataKey } from '../src/storage/vector-metadata.ts';
 import { ROOT, useLocalWrangler } from './lib/wrangler-env.ts';
-
-/** Each bound index: its dimensions, and whether it holds object vectors (filtered by type). */
-const INDEXES: Record<string, { dimensions: number; objects: boolean }> = {
-  VECTORIZE_IMAGES: { dimensions: EMBED_DIM, objects: false },
-  VECTORIZE_OBJECTS: { dimensions: EMBED_DIM, objects: true },
-  VECTORIZE_COLORS: { dimensions: PALETTE_VECTOR_DIM, objects: false },
-};
 
 const { values } = parseArgs({ options: { env: { type: 'string' }, 'dry-run': { type: 'boolean', default: false } } });
 if (!values.env) {
@@ -31,6 +24,15 @@ const config = unstable_readConfig({ config: path.join(ROOT, 'wrangler.toml'), e
 const setting = config.vars.VECTOR_METADATA_INDEXES;
 const indexes = parseMetadataIndexes(typeof setting === 'string' ? setting : '');
 if (indexes.all) throw new Error(`--env ${values.env}: VECTOR_METADATA_INDEXES "*" suits the local index only; list the fields`);
+
+/** Each bound index: its dimensions, and whether it holds object vectors (filtered by type): each embedding model's two, and the colours'. */
+const INDEXES: Record<string, { dimensions: number; objects: boolean }> = {
+  VECTORIZE_COLORS: { dimensions: PALETTE_VECTOR_DIM, objects: false },
+};
+for (const { dimensions, images, objects } of parseEmbedModels(String(config.vars.EMBED_MODELS)).values()) {
+  INDEXES[images] = { dimensions, objects: false };
+  INDEXES[objects] = { dimensions, objects: true };
+}
 
 const commands: string[][] = [];
 for (const binding of config.vectorize) {

@@ -1,6 +1,6 @@
 import type { TimingVariables } from 'hono/timing';
 import type { LocalVectorIndex } from './ports/vector-index/local';
-import type { InsertMessage } from './ingest/message';
+import type { IngestMessage } from './ingest/message';
 import type { AppRecord } from './storage/apps';
 import type { RequestParams } from './http/params';
 import type { FailureFields } from './http/middleware';
@@ -9,7 +9,7 @@ import type { FailureFields } from './http/middleware';
 export interface Env {
   DB: D1Database;
   BLOBS: R2Bucket;
-  INSERT_QUEUE: Queue<InsertMessage>;
+  INSERT_QUEUE: Queue<IngestMessage>;
   LOCAL_VECTOR_INDEX: DurableObjectNamespace<LocalVectorIndex>;
   /** Base URL of the bundled inference service. */
   INFERENCE_URL: string;
@@ -27,6 +27,13 @@ export interface Env {
   VECTORIZE_IMAGES?: Vectorize;
   VECTORIZE_OBJECTS?: Vectorize;
   VECTORIZE_COLORS?: Vectorize;
+  /**
+   * JSON: the embedding models applications may be on, by the inference service's model id, each with its image and
+   * object indexes and their dimensions (storage/embed-models.ts).
+   */
+  EMBED_MODELS: string;
+  /** The model of EMBED_MODELS new applications are put on; an application moves to another by a reindex. */
+  EMBED_MODEL: string;
   /** Fields the vector indexes filter on: `*`, or `field:string|number` pairs (`src/storage/vector-metadata.ts`). */
   VECTOR_METADATA_INDEXES: string;
   /** Namespaces each application's vectors are spread over (`src/ports/vector-index/sharded.ts`). */

@@ -18,6 +18,7 @@ import { decodeImage } from '../src/image/decode.ts';
 import type { ResizeFit } from '../src/image/resize.ts';
 import { wholeImage } from '../src/image/view.ts';
 import { loadEmbedder } from '../src/models/embed/embedder.ts';
+import { EMBEDDER_SPECS } from '../src/models/embed/embedder-specs.ts';
 import { MOBILENET_V2_NODES, MOBILENET_V2_SOURCE, toMobileNetV2Input } from '../src/models/embed/mobilenet-v2.ts';
 import { averagePool, l2Normalize } from '../src/models/embed/vector.ts';
 import { seededRandom } from '../src/random.ts';
@@ -122,12 +123,14 @@ for (const candidate of CANDIDATES) {
   }
 }
 
-// The service's own path (decode, resize, infer, reduce), timed on the originals.
-const embedder = await loadEmbedder(runtime);
-const embedStarted = performance.now();
-for (const image of images) await embedder.predict(wholeImage(await decodeImage(await readFile(path.join(IMAGES_DIR, image.file)))));
-const msPerImage = (performance.now() - embedStarted) / images.length;
-console.log(`\n${embedder.modelId}: ${msPerImage.toFixed(1)} ms/image (decode + embed), ${runtime.description}`);
+// The service's own path (decode, views, infer, pool, join), timed on the originals, for each embedder it can load.
+for (const spec of Object.values(EMBEDDER_SPECS)) {
+  const embedder = await loadEmbedder(runtime, spec);
+  const embedStarted = performance.now();
+  for (const image of images) await embedder.predict(wholeImage(await decodeImage(await readFile(path.join(IMAGES_DIR, image.file)))));
+  const msPerImage = (performance.now() - embedStarted) / images.length;
+  console.log(`\n${embedder.modelId}: ${msPerImage.toFixed(1)} ms/image (decode + embed), ${runtime.description}`);
+}
 
 /** Share of copies whose most similar original is their own. */
 function recallAt1(queries: { s: Sample; v: Float32Array }[], gallery: Float32Array[]): number {

@@ -3,10 +3,14 @@
  * images, after the models' warm-up: the network alone (one fixed input,
  * also as a batch of 8 for the embedder; medians of many calls) and the
  * model's whole step per image (resize or letterbox + network + pooling or
- * decoding; the median of the rounds' means). Prints a Markdown table for
- * README.md; `npm run bench` (scripts/bench.ts) imports the same functions.
+ * decoding; the median of the rounds' means). The embedder is the service's
+ * default, INFERENCE_EMBED_MODELS's first: its "network" is the sum of its
+ * networks' runs on one view (MobileNetV2 alone for mobilenet-v2). Prints a
+ * Markdown table for README.md; `npm run bench` (scripts/bench.ts) imports
+ * the same functions.
  *
  *   node inference/scripts/measure-runtimes.ts [--images 30] [--rounds 3]
+ *   INFERENCE_EMBED_MODELS=fused node inference/scripts/measure-runtimes.ts
  *
  * IMAGES_DIR overrides the image folder (default: test/fixtures/images of
  * the project root). The ONNX models must be converted (npm run convert-models -w inference).
@@ -17,11 +21,13 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { decodeImage, type RgbPixels } from '../src/image/decode.ts';
 import { CENTERNET_SOURCE, loadCenterNet, toCenterNetInput } from '../src/models/detect/centernet.ts';
-import { loadEmbedder } from '../src/models/embed/embedder.ts';
-import { MOBILENET_V2_NODES, MOBILENET_V2_SOURCE, toMobileNetV2Input } from '../src/models/embed/mobilenet-v2.ts';
+import { loadEmbedder, type EmbedderSpec } from '../src/models/embed/embedder.ts';
+import { EMBEDDER_SPECS } from '../src/models/embed/embedder-specs.ts';
+import { embedViews, type EmbedNetwork } from '../src/models/embed/features.ts';
 import { loadMoveNet, MOVENET_SOURCE, toMoveNetInput } from '../src/models/pose/movenet.ts';
+import { modelSetFromEnv } from '../src/models/registry.ts';
 import { createOnnxRuntime } from '../src/runtime/onnxruntime.ts';
-import type { Float32Tensor, Runtime } from '../src/runtime/runtime.ts';
+import type { Float32Tensor, InferenceSession, Runtime } from '../src/runtime/runtime.ts';
 import { createTfjsWasmRuntime } from '../src/runtime/tfjs-wasm.ts';
 
 import { IMAGES_DIR } from '../../test/fixtures/images.ts';
@@ -31,6 +37,9 @@ const BATCH = 8;
 export type RuntimeTimings = {
   runtime: string;
   description: string;
+  /** The embedder timed: its model id. */
+  embedModel: string;
+  /** Each of its networks run once on one view, added up. */
   embedNetwork: number;
   embedNetworkBatchOf8: number;
   embedStep: number;
@@ -60,24 +69,42 @@ export function runtimesToMeasure(): [string, () => Promise<Runtime>][] {
   return runtimes;
 }
 
-export async function measureRuntime(label: string, create: () => Promise<Runtime>, images: RgbPixels[], rounds: number): Promise<RuntimeTimings> {
+/** The embedder the service serves by default: INFERENCE_EMBED_MODELS's first. */
+const defaultEmbedder = (): EmbedderSpec => EMBEDDER_SPECS[modelSetFromEnv().embedders[0]];
+
+export async function measureRuntime(
+  label: string,
+  create: () => Promise<Runtime>,
+  images: RgbPixels[],
+  rounds: number,
+  embedderSpec = defaultEmbedder(),
+): Promise<RuntimeTimings> {
   const runtime = await create();
-  const embedder = await loadEmbedder(runtime);
+  const embedder = await loadEmbedder(runtime, embedderSpec);
   const detector = await loadCenterNet(runtime);
-  const embedSession = await runtime.load(MOBILENET_V2_SOURCE);
+  const view = (await embedViews(images[0]!))[0]!;
+  const embedSessions: { network: EmbedNetwork; session: InferenceSession }[] = [];
+  for (const network of embedderSpec.networks) embedSessions.push({ network, session: await runtime.load(network.source) });
+  /** ms per call of each of the embedder's networks on the view repeated `batch` times, added up. */
+  const embedNetworks = async (batch: number, times: number) => {
+    let sum = 0;
+    for (const { network, session } of embedSessions) {
+      const input = repeat(network.toInput(view), batch);
+      sum += await msPerCall(() => session.run(input, [network.node]), times);
+    }
+    return sum;
+  };
   const detectSession = await runtime.load(CENTERNET_SOURCE);
   const pose = await loadMoveNet(runtime);
   const poseSession = await runtime.load(MOVENET_SOURCE);
   const poseInput = (await toMoveNetInput(images[0]!, [0, 0, images[0]!.width, images[0]!.height])).input;
-  const embedInput = await toMobileNetV2Input(images[0]!, 'fill');
-  const embedBatch = repeat(embedInput, BATCH);
   const detectInput = (await toCenterNetInput(images[0]!)).input;
-  const bottleneck = [MOBILENET_V2_NODES.lastBottleneck];
   return {
     runtime: label,
     description: runtime.description,
-    embedNetwork: await msPerCall(() => embedSession.run(embedInput, bottleneck), 40),
-    embedNetworkBatchOf8: (await msPerCall(() => embedSession.run(embedBatch, bottleneck), 9)) / BATCH,
+    embedModel: embedder.modelId,
+    embedNetwork: await embedNetworks(1, 40),
+    embedNetworkBatchOf8: (await embedNetworks(BATCH, 9)) / BATCH,
     embedStep: await msPerImage(images, rounds, (pixels) => embedder.embed(pixels)),
     detectNetwork: await msPerCall(() => detectSession.run(detectInput, CENTERNET_SOURCE.outputs), 15),
     detectStep: await msPerImage(images, rounds, (pixels) => detector.detect(pixels, 0.2)),
@@ -125,7 +152,7 @@ if (import.meta.main) {
   const { values } = parseArgs({ options: { images: { type: 'string', default: '30' }, rounds: { type: 'string', default: '3' } } });
   const images = await loadImages(IMAGES_DIR, Number(values.images));
   const rounds = Number(values.rounds);
-  console.error(`${images.length} images from ${IMAGES_DIR}, ${rounds} rounds, ${availableParallelism()} cores`);
+  console.error(`${images.length} images from ${IMAGES_DIR}, ${rounds} rounds, ${availableParallelism()} cores; embedder ${defaultEmbedder().modelId}`);
   console.log('| runtime | embed network | embed network, batch of 8 (per image) | embed step | detect network | detect step | pose network | pose step (per person) |');
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const [label, create] of runtimesToMeasure()) {

@@ -11,7 +11,8 @@
  *
  * IMAGES_DIR overrides the image folder (default: test/fixtures/images of
  * the project root); --labels (or DETECTOR_LABELS) another label map;
- * INFERENCE_RUNTIME the engine (as for the service).
+ * INFERENCE_RUNTIME the engine and INFERENCE_EMBED_MODELS's first the embedder
+ * (as for the service's default).
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -23,6 +24,8 @@ import { DetectTask } from '../src/models/detect/detect-task.ts';
 import { DEFAULT_LABEL_MAP_FILE, loadLabelMap, mappedTypes } from '../src/models/detect/label-map.ts';
 import { DETECT_MIN_SCORE, selectObjects } from '../src/models/detect/objects.ts';
 import { loadEmbedder } from '../src/models/embed/embedder.ts';
+import { EMBEDDER_SPECS } from '../src/models/embed/embedder-specs.ts';
+import { modelSetFromEnv } from '../src/models/registry.ts';
 import { createRuntime } from '../src/runtime/select.ts';
 
 import { IMAGES_DIR } from '../../test/fixtures/images.ts';
@@ -35,9 +38,9 @@ const labelMapFile = path.resolve(values.labels ?? process.env.DETECTOR_LABELS ?
 const runtime = await createRuntime();
 const detector = await loadCenterNet(runtime);
 const labelMap = loadLabelMap(labelMapFile, detector.labels);
-const embedder = await loadEmbedder(runtime);
-const detectTask = new DetectTask(detector, labelMap, embedder);
-console.log(`# ${detector.modelId}, ${runtime.description}`);
+const embedder = await loadEmbedder(runtime, EMBEDDER_SPECS[modelSetFromEnv().embedders[0]]);
+const detectTask = new DetectTask(detector, labelMap);
+console.log(`# ${detector.modelId}, ${embedder.modelId}, ${runtime.description}`);
 console.log(`# label map ${labelMapFile}: types ${mappedTypes(labelMap).join(', ')}`);
 console.log(`# raw: detections >= ${rawMin}; objects: mapped, score >= ${DETECT_MIN_SCORE}, per-type NMS\n`);
 
@@ -54,7 +57,7 @@ for (const file of files) {
   const detectMs = performance.now() - started;
   started = performance.now();
   const whole = wholeImage(await decodeImage(bytes));
-  const result = await detectTask.predict(whole);
+  const result = await detectTask.predict(whole, { embedder });
   await embedder.predict(whole);
   timings.push({ file, detectMs, totalMs: performance.now() - started, objects: result.objects.length });
   detections.sort((a, b) => b.score - a.score);

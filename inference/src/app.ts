@@ -35,7 +35,11 @@ const digest = (text: string): Buffer => createHash('sha256').update(text).diges
 export function createApp(state: ServiceState): Hono {
   const app = new Hono();
 
-  app.get('/health', (c) => c.json({ status: 'ok', models: state.models() ? 'ready' : 'loading' }));
+  app.get('/health', (c) => {
+    const models = state.models();
+    // The embedders' ids, default first: what `embed_model` may name (none while loading).
+    return c.json({ status: 'ok', models: models ? 'ready' : 'loading', embed_models: models?.embed.ids ?? [] });
+  });
   app.get('/ready', (c) => (state.models() ? c.json({ status: 'ready' }) : c.json({ status: 'loading' }, 503)));
 
   app.post('/predict', async (c) => {
@@ -51,9 +55,9 @@ export function createApp(state: ServiceState): Hono {
     inFlight.refuseWhenSaturated();
     const held = state.bodies.hold(priority === 'bulk' ? BULK_BODY_SHARE : 1);
     try {
-      const { image, tasks, box, detections } = await readForm(c.req.raw, held);
+      const { image, tasks, box, detections, embed_model: embedModel } = await readForm(c.req.raw, held);
       const bytes = new Uint8Array(await image.arrayBuffer());
-      return c.json(await serve(priority, () => predict(bytes, tasks, models, inFlight, { box, detections })));
+      return c.json(await serve(priority, () => predict(bytes, tasks, models, inFlight, { box, detections, embedModel })));
     } finally {
       held.release();
     }

@@ -103,6 +103,11 @@ export type PredictOptions = {
    * types, applies the score floor and suppression, and embeds and colours each object's crop.
    */
   detections?: ExternalDetections;
+  /**
+   * The embedder, by the full id an answer reports as `embed.model`, for `embed` and for the detected objects' crop
+   * embeddings; the service's default when absent. An application being reindexed names its old or its new one.
+   */
+  embedModel?: string;
 };
 
 /** The request's form, as the Worker sends it. */
@@ -112,11 +117,18 @@ export function predictForm(image: Uint8Array, tasks: readonly Task[], options: 
   form.set('tasks', tasks.join(','));
   if (options.box) form.set('box', options.box.join(','));
   if (options.detections) form.set('detections', JSON.stringify(options.detections));
+  if (options.embedModel !== undefined) form.set('embed_model', options.embedModel);
   return form;
 }
 
 /** A form field that fails its schema answers 400 with the field's code, or the code its issue names. */
-export const FORM_ERROR_CODES = { image: 'missing_image', tasks: 'missing_tasks', box: 'bad_box', detections: 'bad_detections' } as const;
+export const FORM_ERROR_CODES = {
+  image: 'missing_image',
+  tasks: 'missing_tasks',
+  box: 'bad_box',
+  detections: 'bad_detections',
+  embed_model: 'bad_embed_model',
+} as const;
 
 const failWith = (ctx: z.RefinementCtx, code: string, message: string): typeof z.NEVER => {
   ctx.addIssue({ code: 'custom', message, params: { code } });
@@ -162,13 +174,22 @@ const detectionsField = z.string({ error: DETECTIONS_FORMAT }).transform((text, 
   return failWith(ctx, 'bad_detections', `At "${where || 'detections'}": ${issue?.message ?? 'invalid'}. ${DETECTIONS_FORMAT}`);
 });
 
-/** The form of `POST /predict`: `image` a file, `tasks`, and optionally `box` and `detections` (the latter with detect only). */
+const EMBED_MODEL_FORMAT = 'The form field "embed_model" must be an embed model id of 1-200 characters.';
+
+/** An embed model's full id; whether the service has it loaded is checked once the form is read. */
+const embedModelField = z.string({ error: EMBED_MODEL_FORMAT }).min(1, { error: EMBED_MODEL_FORMAT }).max(200, { error: EMBED_MODEL_FORMAT });
+
+/**
+ * The form of `POST /predict`: `image` a file, `tasks`, and optionally `box`, `detections` (with detect only) and
+ * `embed_model`.
+ */
 export const predictFormSchema = z
   .object({
     image: z.instanceof(File, { error: 'The form field "image" must be a file.' }),
     tasks: tasksField,
     box: boxField.optional(),
     detections: detectionsField.optional(),
+    embed_model: embedModelField.optional(),
   })
   .superRefine((form, ctx) => {
     if (form.detections && !form.tasks.includes('detect')) {

@@ -2,8 +2,7 @@ import type { Box, Prediction, PredictOptions, Task } from './contract.ts';
 import { ApiError } from './errors.ts';
 import { decodeImage } from './image/decode.ts';
 import { clampBox, cropView, wholeImage, type ImageView } from './image/view.ts';
-import { ColorsTask } from './models/colors/colors-task.ts';
-import { DetectTask } from './models/detect/detect-task.ts';
+import type { Embedder } from './models/embed/embedder.ts';
 import type { ModelRegistry } from './models/registry.ts';
 import type { ConcurrencyLimit } from './concurrency-limit.ts';
 import { IMAGE_WORK } from './priority.ts';
@@ -11,7 +10,8 @@ import { IMAGE_WORK } from './priority.ts';
 /**
  * Decodes the image once, then runs every asked task on it, side by side, within
  * the limit of predictions in flight of the caller's class (priority.ts). With both detect and colors
- * asked, each detected object also gets the palette of its box.
+ * asked, each detected object also gets the palette of its box. The request's embedder (`embedModel`, else the
+ * default) serves `embed` and the objects' crops alike; one the service has not loaded is refused before any work.
  */
 export async function predict<T extends Task>(
   bytes: Uint8Array,
@@ -20,10 +20,17 @@ export async function predict<T extends Task>(
   inFlight: ConcurrencyLimit,
   options: PredictOptions = {},
 ): Promise<Prediction<T>> {
-  return inFlight.run(() => runTasks(bytes, tasks, models, options));
+  const embedder = models.embed.select(options.embedModel);
+  return inFlight.run(() => runTasks(bytes, tasks, models, embedder, options));
 }
 
-async function runTasks<T extends Task>(bytes: Uint8Array, tasks: readonly T[], models: ModelRegistry, { box, detections }: PredictOptions): Promise<Prediction<T>> {
+async function runTasks<T extends Task>(
+  bytes: Uint8Array,
+  tasks: readonly T[],
+  models: ModelRegistry,
+  embedder: Embedder,
+  { box, detections }: PredictOptions,
+): Promise<Prediction<T>> {
   const image = await IMAGE_WORK.run(() => decodeImage(bytes));
   // Filled task by task: the tasks asked are the keys the answer's type promises.
   const answer: Record<string, object> = { image: { width: image.width, height: image.height, format: image.format } };
@@ -36,16 +43,19 @@ async function runTasks<T extends Task>(bytes: Uint8Array, tasks: readonly T[], 
     answer.box = [...clamped] as Box;
     view = cropView(view, clamped);
   }
-  const colors = (tasks as readonly Task[]).includes('colors') ? models.get('colors') : undefined;
-  const objectColors = colors instanceof ColorsTask ? (crop: ImageView) => colors.palette(crop) : undefined;
+  const objectColors = (tasks as readonly Task[]).includes('colors') ? (crop: ImageView) => models.colors.palette(crop) : undefined;
+  const run = (task: Task): Promise<object> => {
+    switch (task) {
+      case 'embed':
+        return embedder.predict(view);
+      case 'detect':
+        return models.detect.predict(view, { embedder, objectColors, external: detections });
+      case 'colors':
+        return models.colors.predict(view);
+    }
+  };
   // Side by side: one task's pre-processing (resizing, on libuv's threads) overlaps another's engine run.
-  const results = await Promise.all(
-    tasks.map((task) => {
-      const model = models.get(task);
-      if (!model) throw new Error(`no model loaded for task ${task}`);
-      return model instanceof DetectTask ? model.predict(view, { objectColors, external: detections }) : model.predict(view);
-    }),
-  );
+  const results = await Promise.all(tasks.map(run));
   tasks.forEach((task, index) => (answer[task] = results[index]!));
   return answer as Prediction<T>;
 }

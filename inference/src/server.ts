@@ -4,8 +4,8 @@
  *   INFERENCE_PORT=8788 INFERENCE_HOST=127.0.0.1 node inference/src/server.ts
  *
  * INFERENCE_RUNTIME picks the engine (onnx, the default, or tfjs-wasm); the
- * model set comes from INFERENCE_DETECTOR, DETECTOR_LABELS and
- * INFERENCE_MAX_BATCH (models/registry.ts); INFERENCE_MAX_WAITING bounds the
+ * model set comes from INFERENCE_EMBED_MODELS, INFERENCE_DETECTOR, DETECTOR_LABELS
+ * and INFERENCE_MAX_BATCH (models/registry.ts); INFERENCE_MAX_WAITING bounds the
  * predictions waiting for a slot (default 64), beyond which /predict answers
  * 503 busy at once. The port is bound at once and
  * models load behind it: /health answers as soon as the process listens,
@@ -56,7 +56,7 @@ async function start(env: NodeJS.ProcessEnv): Promise<void> {
     const runtime = await createRuntime(runtimeName);
     const started = performance.now();
     models = await loadModels(runtime, modelSet);
-    const loaded = [...models.values()].map((model) => `${model.task}=${model.modelId}`).join(', ');
+    const loaded = [...models.embed.ids.map((id) => `embed=${id}`), `detect=${models.detect.modelId}`, `colors=${models.colors.modelId}`].join(', ');
     console.log(`inference: runtime ${runtimeName}, ${runtime.description}; loaded ${loaded} in ${Math.round(performance.now() - started)} ms`);
   } catch (error) {
     console.error('inference: model loading failed', error);

@@ -184,7 +184,7 @@ describe('POST /predict colors', () => {
 
   test('the box field: the colours of the box only', async () => {
     const png = await encode(stripes(200, 100, [[255, 0, 0], [0, 0, 255]], [0.5, 0.5]));
-    const { status, body } = await server.predict(png, 'colors', '110,10,190,90');
+    const { status, body } = await server.predict(png, 'colors', { box: '110,10,190,90' });
     assert.equal(status, 200);
     assert.deepEqual(body.box, [110, 10, 190, 90]);
     assert.deepEqual(body.colors.palette, [{ hex: '0000ff', ratio: 1 }]);
@@ -199,7 +199,7 @@ describe('POST /predict colors', () => {
     for (const object of body.detect.objects) {
       assertPalette(object.colors!);
       // The same palette as asking for that box's colours.
-      const alone = await server.predict(plant, 'colors', object.box.join(','));
+      const alone = await server.predict(plant, 'colors', { box: object.box.join(',') });
       assert.deepEqual(object.colors, alone.body.colors.palette);
     }
     // The terracotta pot and the blue glass: their first colours differ as the objects do.

@@ -120,21 +120,21 @@ describe('POST /predict detect', () => {
 
 describe('POST /predict box', () => {
   test('detect runs on the box only, and reports original pixels', async () => {
-    const { status, body } = await server.predict(await image(ALOE), 'detect', '300,200,1024,887');
+    const { status, body } = await server.predict(await image(ALOE), 'detect', { box: '300,200,1024,887' });
     assert.equal(status, 200, JSON.stringify(body.error));
     assert.deepEqual(body.image, { width: 1024, height: 887, format: 'jpeg' });
     assert.deepEqual(body.box, [300, 200, 1024, 887]);
     assertWellFormed(body.detect.objects, body.detect.types, [300, 200, 1024, 887]);
     find(body.detect.objects, 'Vase and Pot', ALOE_POT);
     // A box leaving out the pot leaves out its detection.
-    const above = await server.predict(await image(ALOE), 'detect', '0,0,1024,560');
+    const above = await server.predict(await image(ALOE), 'detect', { box: '0,0,1024,560' });
     assertWellFormed(above.body.detect.objects, above.body.detect.types, [0, 0, 1024, 560]);
     assert.ok(above.body.detect.objects.every((object) => iou(object.box, ALOE_POT) === 0));
   });
 
   test('embed runs on the box: the same vector as the crop sent as its own image, not the whole image\'s', async () => {
     const whole = await embed(plant);
-    const { body } = await server.predict(plant, 'embed', '60,170,190,300');
+    const { body } = await server.predict(plant, 'embed', { box: '60,170,190,300' });
     assert.deepEqual(body.box, [60, 170, 190, 300]);
     const crop = await sharp(plant).extract({ left: 60, top: 170, width: 130, height: 130 }).png().toBuffer();
     const cropVector = await embed(crop);
@@ -143,7 +143,7 @@ describe('POST /predict box', () => {
   });
 
   test('is clamped to the image', async () => {
-    const { status, body } = await server.predict(plant, 'embed', ' -50, -20 ,250,9999');
+    const { status, body } = await server.predict(plant, 'embed', { box: ' -50, -20 ,250,9999' });
     assert.equal(status, 200, JSON.stringify(body.error));
     assert.deepEqual(body.box, [0, 0, 250, 333]);
     const crop = await sharp(plant).extract({ left: 0, top: 0, width: 250, height: 333 }).png().toBuffer();
@@ -153,7 +153,7 @@ describe('POST /predict box', () => {
   test('a malformed or empty box: 400 bad_box', async () => {
     const bad = ['', '1,2,3', '1,2,3,4,5', 'a,b,c,d', '1.5,2,30,40', '10;10;50;50', '50,10,10,40', '10,40,50,40', '500,0,600,100', '0,-90,100,0'];
     for (const box of bad) {
-      const { status, body } = await server.predict(plant, 'embed,detect', box);
+      const { status, body } = await server.predict(plant, 'embed,detect', { box });
       assert.equal(status, 400, `box ${JSON.stringify(box)}`);
       assert.equal(body.error.code, 'bad_box', `box ${JSON.stringify(box)}`);
     }

@@ -54,10 +54,10 @@ describe('external detections', () => {
     const [pot] = body.detect.objects;
     // The crop embedding is the embed task's vector of the box widened by 10 % on each side.
     const widened = [150 - 23, 61 - 26, 380 + 23, 321 + 26].join(',');
-    const crop = await server.predict(plant, 'embed', widened);
+    const crop = await server.predict(plant, 'embed', { box: widened });
     assert.ok(cosine(pot!.embedding, crop.body.embed.vector) > 0.999);
     // And the colours are those of the box itself.
-    const colors = await server.predict(plant, 'colors', pot!.box.join(','));
+    const colors = await server.predict(plant, 'colors', { box: pot!.box.join(',') });
     assert.deepEqual(pot!.colors, colors.body.colors.palette);
   });
 

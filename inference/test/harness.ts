@@ -19,13 +19,18 @@ export type { Box, DetectedObject, ErrorBody, PaletteColor } from '../src/contra
 /** An answer as the tests read it: every task's result, or the error. */
 export type PredictBody = ErrorBody & Prediction;
 
+/** Optional fields of the /predict form, sent as given. */
+export type FormFields = { box?: string; detections?: string; embed_model?: string };
+
 export type RunningServer = {
   readonly baseUrl: string;
   /** The service's process, e.g. to read its memory from /proc. */
   readonly pid: number;
-  /** Posts an image with tasks (default "embed") and, if given, the box field as sent. */
-  /** `priority` is sent as the priority header, as given. */
-  predict(bytes: Uint8Array, tasks?: string, box?: string, priority?: string): Promise<{ status: number; body: PredictBody }>;
+  /**
+   * Posts an image with tasks (default "embed") and the other form fields given, as given;
+   * `priority` is sent as the priority header, as given.
+   */
+  predict(bytes: Uint8Array, tasks?: string, fields?: FormFields, priority?: string): Promise<{ status: number; body: PredictBody }>;
   stop(): void;
 };
 
@@ -67,11 +72,11 @@ export async function startServer(env: Record<string, string> = {}): Promise<Run
   return {
     baseUrl,
     pid: child.pid!,
-    async predict(bytes, tasks = 'embed', box, priority) {
+    async predict(bytes, tasks = 'embed', fields = {}, priority) {
       const form = new FormData();
       form.set('tasks', tasks);
       form.set('image', new Blob([bytes]), 'upload');
-      if (box !== undefined) form.set('box', box);
+      for (const [name, value] of Object.entries(fields)) form.set(name, value);
       const headers: Record<string, string> = priority === undefined ? {} : { [PRIORITY_HEADER]: priority };
       const response = await fetch(`${baseUrl}/predict`, { method: 'POST', body: form, headers });
       return { status: response.status, body: (await response.json()) as PredictBody };

@@ -1,15 +1,38 @@
 /**
- * The model set from the environment (INFERENCE_DETECTOR, INFERENCE_MAX_BATCH)
- * and batching under concurrent requests.
+ * The model set from the environment (INFERENCE_EMBED_MODELS, INFERENCE_DETECTOR,
+ * INFERENCE_MAX_BATCH) and batching under concurrent requests.
  */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { FUSED_EMBEDDER, MOBILENET_V2_EMBEDDER } from '../src/models/embed/embedder-specs.ts';
 import { MOVENET_MODEL_ID } from '../src/models/pose/movenet.ts';
 import { cosine, IMAGES_DIR, runUntilExit, startServer, type ErrorBody, type RunningServer } from './harness.ts';
 
 const image = (file: string) => readFile(path.join(IMAGES_DIR, file));
+
+describe('INFERENCE_EMBED_MODELS=fused', () => {
+  let server: RunningServer;
+  before(async () => {
+    server = await startServer({ INFERENCE_EMBED_MODELS: 'fused' });
+  });
+  after(() => server.stop());
+
+  test('loads the fused embedder alone, the default for every request', async () => {
+    const health = (await (await fetch(`${server.baseUrl}/health`)).json()) as { embed_models: string[] };
+    assert.deepEqual(health.embed_models, [FUSED_EMBEDDER.modelId]);
+    const plant = await image('opencv-doc_plant.jpg');
+    const { status, body } = await server.predict(plant, 'embed,detect');
+    assert.equal(status, 200);
+    assert.deepEqual([body.embed.model, body.embed.dim], [FUSED_EMBEDDER.modelId, 376]);
+    assert.ok(body.detect.objects.length > 0);
+    for (const object of body.detect.objects) assert.equal(object.embedding.length, 376);
+    const today = await server.predict(plant, 'embed', { embed_model: MOBILENET_V2_EMBEDDER.modelId });
+    assert.equal(today.status, 400);
+    assert.equal((today.body as ErrorBody).error.code, 'unknown_embed_model');
+  });
+});
 
 describe('INFERENCE_DETECTOR=none', () => {
   let server: RunningServer;
@@ -45,21 +68,26 @@ describe('batching', () => {
   });
   after(() => server.stop());
 
-  test('concurrent requests get the same vectors as one at a time', async () => {
+  test('concurrent requests, to both embedders, get the same vectors as one at a time', async () => {
     const files = ['skimage_astronaut.jpg', 'skimage_chelsea.jpg', 'opencv-doc_plant.jpg', 'skimage_coffee.jpg', 'animals_birds_hen.png', 'opencv-doc_aloeL.jpg'];
     const bytes = await Promise.all(files.map(image));
+    // Each image to each embedder: the two embedders' sessions batch their own rows side by side.
+    const requests = bytes.flatMap((file) => [MOBILENET_V2_EMBEDDER, FUSED_EMBEDDER].map(({ modelId }) => ({ file, modelId })));
     const alone: number[][] = [];
-    for (const file of bytes) alone.push((await server.predict(file, 'embed')).body.embed.vector);
-    const together = await Promise.all(bytes.map((file) => server.predict(file, 'embed,detect')));
+    for (const { file, modelId } of requests) alone.push((await server.predict(file, 'embed', { embed_model: modelId })).body.embed.vector);
+    const together = await Promise.all(requests.map(({ file, modelId }) => server.predict(file, 'embed,detect', { embed_model: modelId })));
     together.forEach(({ status, body }, i) => {
       assert.equal(status, 200);
-      assert.ok(cosine(body.embed.vector, alone[i]!) > 0.9999, files[i]);
+      assert.equal(body.embed.model, requests[i]!.modelId);
+      assert.ok(cosine(body.embed.vector, alone[i]!) > 0.9999, `${files[i >> 1]}, ${requests[i]!.modelId}`);
     });
   });
 });
 
 describe('a bad model set stops the service before it listens', () => {
   for (const [name, value, message] of [
+    ['INFERENCE_EMBED_MODELS', 'fused,clip', /INFERENCE_EMBED_MODELS must list one or more of mobilenet-v2, fused, comma-separated, each once, got "fused,clip"/],
+    ['INFERENCE_EMBED_MODELS', 'fused,fused', /INFERENCE_EMBED_MODELS must list one or more of mobilenet-v2, fused, comma-separated, each once, got "fused,fused"/],
     ['INFERENCE_DETECTOR', 'yolo', /INFERENCE_DETECTOR must be one of centernet, none, got "yolo"/],
     ['INFERENCE_POSE', 'openpose', /INFERENCE_POSE must be one of movenet, none, got "openpose"/],
     ['INFERENCE_MAX_BATCH', '0', /INFERENCE_MAX_BATCH must be an integer from 1 to 256, got "0"/],

@@ -59,7 +59,7 @@ describe('interactive and bulk predictions', () => {
   test('an interactive prediction overtakes the bulk ones waiting before it', async () => {
     const finished: string[] = [];
     const send = async (name: string, priority: string) => {
-      const { status } = await server.predict(bytes, 'embed,detect,colors', undefined, priority);
+      const { status } = await server.predict(bytes, 'embed,detect,colors', {}, priority);
       assert.equal(status, 200, name);
       finished.push(name);
     };
@@ -73,8 +73,8 @@ describe('interactive and bulk predictions', () => {
 
   test('bulk is refused busy when its line is full, while searches are still served', async () => {
     const answers = await Promise.all([
-      ...Array.from({ length: 14 }, () => server.predict(bytes, 'embed', undefined, 'bulk')),
-      ...Array.from({ length: 4 }, () => server.predict(bytes, 'embed', undefined, 'interactive')),
+      ...Array.from({ length: 14 }, () => server.predict(bytes, 'embed', {}, 'bulk')),
+      ...Array.from({ length: 4 }, () => server.predict(bytes, 'embed', {}, 'interactive')),
     ]);
     const bulk = answers.slice(0, 14).map(({ status }) => status);
     assert.ok(bulk.includes(503), `expected some bulk 503 among ${bulk.join(',')}`);
@@ -83,7 +83,7 @@ describe('interactive and bulk predictions', () => {
   });
 
   test('an unknown class: 400 bad_priority', async () => {
-    const { status, body } = await server.predict(bytes, 'embed', undefined, 'urgent');
+    const { status, body } = await server.predict(bytes, 'embed', {}, 'urgent');
     assert.equal(status, 400);
     assert.equal(body.error.code, 'bad_priority');
   });

@@ -8,10 +8,15 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
-import { IMAGES_DIR, launchServer, waitUntilHealthy, type ErrorBody, type PredictBody } from './harness.ts';
+import { FUSED_EMBEDDER, MOBILENET_V2_EMBEDDER } from '../src/models/embed/embedder-specs.ts';
+import { GARMENT_LABELS } from '../src/models/pose/garments.ts';
+import { IMAGES_DIR, launchServer, waitUntilHealthy, type ErrorBody, type FormFields, type PredictBody } from './harness.ts';
 
-/** The documented embedding length (README.md). */
+/** The documented embedding length of the default embedder (README.md). */
 const EMBED_DIM = 448;
+/** The embedders the service loads by default (INFERENCE_EMBED_MODELS), the default first. */
+const EMBEDDERS = [MOBILENET_V2_EMBEDDER, FUSED_EMBEDDER];
+const EMBED_MODELS = EMBEDDERS.map(({ modelId }) => modelId);
 
 let server: ChildProcess;
 let baseUrl: string;
@@ -32,16 +37,16 @@ after(() => {
 });
 
 describe('GET /health and GET /ready', () => {
-  test('/health answers as soon as the process listens; /ready only once the models are in', async () => {
+  test('/health answers as soon as the process listens, with the loaded embedders once they are in; /ready only then', async () => {
     // The first probes may already find the models loaded on a fast machine.
     assert.equal(first.health!.status, 200);
     if (first.ready!.status === 503) {
       assert.deepEqual(first.ready!.body, { status: 'loading' });
-      assert.deepEqual(first.health!.body, { status: 'ok', models: 'loading' });
+      assert.deepEqual(first.health!.body, { status: 'ok', models: 'loading', embed_models: [] });
     } else {
       assert.equal(first.ready!.status, 200);
     }
-    assert.deepEqual(await probe('/health'), { status: 200, body: { status: 'ok', models: 'ready' } });
+    assert.deepEqual(await probe('/health'), { status: 200, body: { status: 'ok', models: 'ready', embed_models: EMBED_MODELS } });
     assert.deepEqual(await probe('/ready'), { status: 200, body: { status: 'ready' } });
   });
 });
@@ -98,6 +103,62 @@ describe('POST /predict embed', () => {
     const { status, body } = await predict(rotated);
     assert.equal(status, 200);
     assert.deepEqual(body.image, { width: 400, height: 600, format: 'jpeg' });
+  });
+});
+
+describe('POST /predict embed_model', () => {
+  test('names the embedder of the image and of every object (detected, worn, external): its id and length', async () => {
+    const [astronaut, plant] = await Promise.all([image('skimage_astronaut.jpg'), image('opencv-doc_plant.jpg')]);
+    const external = JSON.stringify({ model: 'detr', objects: [{ label: 'vase', score: 0.9, box: [150, 61, 380, 321] }] });
+    for (const { modelId, dim } of EMBEDDERS) {
+      const objects = [];
+      for (const [bytes, fields] of [[astronaut, {}], [plant, {}], [plant, { detections: external }]] as const) {
+        const { status, body } = await predict(bytes, 'detect,embed', { embed_model: modelId, ...fields });
+        assert.equal(status, 200);
+        assert.deepEqual([body.embed.model, body.embed.dim, body.embed.vector.length], [modelId, dim, dim]);
+        assert.ok(Math.abs(norm(body.embed.vector) - 1) < 1e-5);
+        objects.push(...body.detect.objects);
+      }
+      assert.ok(objects.some(({ type }) => (GARMENT_LABELS as readonly string[]).includes(type)), 'no garment');
+      assert.ok(objects.some(({ label }) => label === 'vase'), 'no vase');
+      for (const { type, embedding } of objects) {
+        assert.equal(embedding.length, dim, `${modelId}: ${type}`);
+        assert.ok(Math.abs(norm(embedding) - 1) < 1e-5, `${modelId}: ${type}`);
+      }
+    }
+  });
+
+  test('an object\'s embedding is the named embedder\'s vector of its crop', async () => {
+    const plant = await image('opencv-doc_plant.jpg');
+    const detections = JSON.stringify({ model: 'detr', objects: [{ label: 'vase', score: 0.9, box: [150, 61, 380, 321] }] });
+    const embed_model = FUSED_EMBEDDER.modelId;
+    const { body } = await predict(plant, 'detect', { embed_model, detections });
+    // The box widened by 10 % on each side, as the crop is.
+    const crop = await predict(plant, 'embed', { embed_model, box: [150 - 23, 61 - 26, 380 + 23, 321 + 26].join(',') });
+    assert.ok(cosine(body.detect.objects[0]!.embedding, crop.body.embed.vector) > 0.999);
+  });
+
+  test('without it, the default (INFERENCE_EMBED_MODELS\'s first) answers', async () => {
+    const bytes = await image('skimage_coffee.jpg');
+    const [unnamed, named] = await Promise.all([predict(bytes), predict(bytes, 'embed', { embed_model: MOBILENET_V2_EMBEDDER.modelId })]);
+    assert.equal(unnamed.body.embed.model, EMBED_MODELS[0]);
+    assert.deepEqual(unnamed.body.embed, named.body.embed);
+  });
+
+  test('an id the service has not loaded: 400 unknown_embed_model, naming the loaded ones', async () => {
+    const { status, body } = await predict(await image('skimage_coffee.jpg'), 'embed', { embed_model: 'clip-vit-b32' });
+    assert.equal(status, 400);
+    assert.deepEqual(body, {
+      error: { code: 'unknown_embed_model', message: `The embed model "clip-vit-b32" is not loaded; this service has: ${EMBED_MODELS.join(', ')}.` },
+    });
+  });
+
+  test('an empty or overlong id: 400 bad_embed_model', async () => {
+    for (const embed_model of ['', 'm'.repeat(201)]) {
+      const { status, body } = await predict(await image('skimage_coffee.jpg'), 'embed', { embed_model });
+      assert.equal(status, 400);
+      assert.equal(body.error.code, 'bad_embed_model');
+    }
   });
 });
 
@@ -173,10 +234,11 @@ function image(file: string): Promise<Buffer> {
   return readFile(path.join(IMAGES_DIR, file));
 }
 
-function predict(bytes: Uint8Array, tasks = 'embed'): Promise<{ status: number; body: PredictBody }> {
+function predict(bytes: Uint8Array, tasks = 'embed', fields: FormFields = {}): Promise<{ status: number; body: PredictBody }> {
   const form = new FormData();
   form.set('tasks', tasks);
   form.set('image', new Blob([bytes]), 'upload');
+  for (const [name, value] of Object.entries(fields)) form.set(name, value);
   return post(form);
 }
 

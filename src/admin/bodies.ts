@@ -9,7 +9,12 @@ const FIELD_NAME = /^[A-Za-z0-9_\-.:]{1,64}$/;
 
 export const APP_PATH = { app_id: z.string().meta({ description: 'The `app_id` that `POST /admin/apps` answered.' }) };
 
-export const createAppBody = z.object({ name: z.string().trim().min(1).max(200) });
+const embedModel = z.string().min(1).max(200).meta({ description: 'An embedding model id of the EMBED_MODELS setting.' });
+export const createAppBody = z.object({
+  name: z.string().trim().min(1).max(200),
+  embed_model: embedModel.optional().meta({ description: 'The model the application is put on: EMBED_MODEL by default.' }),
+});
+export const reindexBody = z.object({ embed_model: embedModel });
 export const schemaBody = z.object({
   fields: z
     .array(

@@ -7,7 +7,7 @@ export type Status = 'OK' | 'warning' | 'fail';
  * official clients read only 200 answers); the admin API and the console's image endpoint, which no official client
  * calls, answer these.
  */
-type HttpErrorStatus = 400 | 401 | 403 | 404 | 413 | 429 | 500 | 503;
+type HttpErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 429 | 500 | 503;
 
 /** Numbered data errors (spec 7.2) are objects; every other message (7.1, 7.3, parameters) is a plain string. */
 export type DataErrorEntry = { index?: number; im_name?: string; error_code: number; error_message: string };

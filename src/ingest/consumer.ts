@@ -9,8 +9,10 @@ import { applyVersion, mergeImageMetadata } from '../storage/images';
 import { deleteRetiredSoon } from '../storage/retired';
 import { getPendingItem, hasEarlierPendingImage, markStarted, settleItem, settleStatements, type PendingItem } from '../storage/transactions';
 import { getSchema } from '../storage/apps';
-import { replaceVectorMetadata, vectorMetadata, writeImageVectors } from '../storage/vectors';
-import { sendInsertMessages, type InsertMessage } from './message';
+import { embedModelsToWrite } from '../storage/reindexes';
+import { replaceVectorMetadata, vectorMetadata, writeImageVectors, type ModelEmbedding } from '../storage/vectors';
+import { continueReindex } from './reindex';
+import { isReindexMessage, sendInsertMessages, sendReindexMessage, type IngestMessage, type InsertMessage, type ReindexMessage } from './message';
 
 /** Bytes an inserted image may have: a 40 MP image compresses well below this. */
 export const MAX_IMAGE_BYTES = 50 * 1024 * 1024;
@@ -30,8 +32,15 @@ const DEFER_SECONDS = 5;
 /** The longest wait between tries of an item the inference service keeps refusing as busy. */
 const MAX_BUSY_DELAY_SECONDS = 60;
 
-/** Downloads and checks an item's image and predicts what the index needs of it. */
-async function fetchAndPredict(env: Env, imUrl: string): Promise<{ bytes: Uint8Array; info: ImageInfo; prediction: Prediction }> {
+/**
+ * Downloads and checks an item's image and predicts what the index needs of it: objects and colours, and an
+ * embedding by each of `models` (the application's, and the one a reindex moves it to), each with the same objects.
+ */
+async function fetchAndPredict(
+  env: Env,
+  imUrl: string,
+  models: string[],
+): Promise<{ bytes: Uint8Array; info: ImageInfo; prediction: Prediction; embeddings: ModelEmbedding[] }> {
   let bytes: Uint8Array;
   try {
     bytes = await downloadImage(imUrl, downloadOptions(env, MAX_IMAGE_BYTES));
@@ -43,7 +52,14 @@ async function fetchAndPredict(env: Env, imUrl: string): Promise<{ bytes: Uint8A
   if (!info) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
   if (!hasSupportedDimensions(info)) throw new ItemRejected(DATA_ERRORS.unsupportedDimension);
   try {
-    return { bytes, info, prediction: await inference(env).predict(bytes, ['embed', 'detect', 'colors'], { priority: 'bulk' }) };
+    const [model, ...others] = models;
+    const [prediction, ...alsoIn] = await Promise.all([
+      inference(env).predict(bytes, ['embed', 'detect', 'colors'], { priority: 'bulk', embedModel: model }),
+      ...others.map((embedModel) => inference(env).predict(bytes, ['embed', 'detect'], { priority: 'bulk', embedModel })),
+    ]);
+    const objectCount = prediction.detect.objects.length;
+    const embeddings = [prediction, ...alsoIn].map(({ embed, detect }) => ({ model: embed.model, vector: embed.vector, objects: detect.objects.slice(0, objectCount) }));
+    return { bytes, info, prediction, embeddings };
   } catch (error) {
     if (error instanceof UndecodableImageError) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
     throw error;
@@ -57,14 +73,15 @@ async function fetchAndPredict(env: Env, imUrl: string): Promise<{ bytes: Uint8A
  * new version wrote is retired if it never applies.
  */
 async function ingest(env: Env, item: PendingItem & { imUrl: string }): Promise<void> {
+  const models = await embedModelsToWrite(env.DB, item.appId);
   // The schema is read while the image is fetched and predicted: neither waits for the other.
-  const [schema, { bytes, info, prediction }] = await Promise.all([getSchema(env.DB, item.appId), fetchAndPredict(env, item.imUrl)]);
+  const [schema, { bytes, info, prediction, embeddings }] = await Promise.all([getSchema(env.DB, item.appId), fetchAndPredict(env, item.imUrl, models)]);
   const blobKey = imageBlobKey(item.appId, item.imName, item.seq);
   const objects = prediction.detect.objects;
   const metadata = vectorMetadata(item.metadata, schema);
   await Promise.all([
     putImageBlob(env.BLOBS, blobKey, bytes, info.format),
-    writeImageVectors(env, { id: item.seq, appId: item.appId, metadata }, prediction.embed.vector, prediction.colors.palette, objects),
+    writeImageVectors(env, { id: item.seq, appId: item.appId, metadata }, embeddings, prediction.colors.palette, objects),
   ]);
   await applyVersion(
     env.DB,
@@ -80,6 +97,7 @@ async function ingest(env: Env, item: PendingItem & { imUrl: string }): Promise<
       metadata: item.metadata,
       objectCount: objects.length,
       colors: prediction.colors.palette,
+      embedModel: embeddings.at(-1)!.model,
     },
     // A version that lost to a later operation on the name is still done: the item was processed, the later one won.
     settleStatements(env.DB, item.transId, item.index, { state: 'done' }),
@@ -156,8 +174,34 @@ async function handle(env: Env, message: Message<InsertMessage>): Promise<string
   return ingestedFor;
 }
 
-export async function consumeInsertBatch(batch: MessageBatch<InsertMessage>, env: Env): Promise<void> {
-  const ingested = await Promise.all(batch.messages.map((message) => handle(env, message)));
+/** Runs one step of a reindex and sends the next; busy and transient failures are retried as an insert's are. */
+async function handleReindex(env: Env, message: Message<ReindexMessage>): Promise<void> {
+  const appId = message.body.reindex;
+  try {
+    const step = await continueReindex(env, appId);
+    if (step !== 'ended') await sendReindexMessage(env.INSERT_QUEUE, appId, step === 'wait' ? { delaySeconds: DEFER_SECONDS } : {});
+    message.ack();
+  } catch (error) {
+    const wait = waitBeforeNextTry(error, message.body.busy ?? 0);
+    if (wait) {
+      await sendReindexMessage(env.INSERT_QUEUE, appId, wait);
+      message.ack();
+      return;
+    }
+    console.error(JSON.stringify({ event: 'reindex_step_error', appId, attempt: message.attempts, error: String(error) }));
+    // Past max_retries the dead-letter consumer drops it; the sweeper resumes the stalled reindex (sweeper.ts).
+    message.retry({ delaySeconds: Math.min(2 ** message.attempts, 60) });
+  }
+}
+
+/** The ingest queue's batches: insert items side by side with a reindex's steps. */
+export async function consumeIngestBatch(batch: MessageBatch<IngestMessage>, env: Env): Promise<void> {
+  const inserts = batch.messages.filter((message): message is Message<InsertMessage> => !isReindexMessage(message.body));
+  const reindexes = batch.messages.filter((message): message is Message<ReindexMessage> => isReindexMessage(message.body));
+  const [ingested] = await Promise.all([
+    Promise.all(inserts.map((message) => handle(env, message))),
+    Promise.all(reindexes.map((message) => handleReindex(env, message))),
+  ]);
   // Once per application of the batch, not once per image: each call reads and deletes the same backlog.
   const apps = new Set(ingested.filter((appId) => appId !== undefined));
   await Promise.all([...apps].map((appId) => deleteRetiredSoon(env, appId)));

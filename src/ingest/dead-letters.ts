@@ -4,7 +4,7 @@ import { MAX_DETECTED_OBJECTS } from '../ports/inference/types';
 import { imageBlobKey } from '../storage/blobs';
 import { retireUnlessLive } from '../storage/retired';
 import { getPendingItem, settleItem, type ItemOutcome } from '../storage/transactions';
-import type { InsertMessage } from './message';
+import { isReindexMessage, type IngestMessage } from './message';
 
 /** How an item ends when retrying gave up on it (failForGood, for the dead-letter consumer and the sweeper). */
 const FAILED_BY_SYSTEM: ItemOutcome = { state: 'failed', code: 500, message: GENERAL.systemError };
@@ -32,8 +32,14 @@ export const isDeadLetterQueue = (queue: string): boolean => queue.endsWith('-dl
  * throwing or dying itself): the item is failed with the system error, so that its transaction still reaches 100.
  * An item settled meanwhile stays as it is.
  */
-export async function consumeDeadLetters(batch: MessageBatch<InsertMessage>, env: Env): Promise<void> {
+export async function consumeDeadLetters(batch: MessageBatch<IngestMessage>, env: Env): Promise<void> {
   for (const message of batch.messages) {
+    if (isReindexMessage(message.body)) {
+      // Nothing is lost with a reindex step: its progress is in D1, and the sweeper resumes it (sweeper.ts).
+      console.error(JSON.stringify({ event: 'reindex_dead_letter', appId: message.body.reindex, attempts: message.attempts }));
+      message.ack();
+      continue;
+    }
     const { transId, index } = message.body;
     console.error(JSON.stringify({ event: 'insert_dead_letter', transId, index, attempts: message.attempts }));
     await failForGood(env, transId, index);

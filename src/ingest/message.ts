@@ -3,6 +3,12 @@
  * `busy`: how many times the inference service has refused it as busy, for the backoff of the next try.
  */
 export type InsertMessage = { transId: number; index: number; busy?: number };
+/** The next step of an application's reindex (ingest/reindex.ts); `busy` as above. */
+export type ReindexMessage = { reindex: string; busy?: number };
+/** The ingest queue carries both: every job that needs the inference service's bulk line. */
+export type IngestMessage = InsertMessage | ReindexMessage;
+
+export const isReindexMessage = (message: IngestMessage): message is ReindexMessage => 'reindex' in message;
 
 /** A queue's sendBatch takes at most this many messages. */
 export const MAX_MESSAGES_PER_SEND = 100;
@@ -11,6 +17,12 @@ export const MAX_MESSAGES_PER_SEND = 100;
  * Sends one message for each item (at most MAX_MESSAGES_PER_SEND), carrying only its transaction and index: from
  * /insert, from the sweeper for a message that looks lost, and from the consumer for an item that must wait.
  */
-export async function sendInsertMessages(queue: Queue<InsertMessage>, items: InsertMessage[], options?: QueueSendBatchOptions): Promise<void> {
+export async function sendInsertMessages(queue: Queue<IngestMessage>, items: InsertMessage[], options?: QueueSendBatchOptions): Promise<void> {
   await queue.sendBatch(items.map(({ transId, index, busy }) => ({ body: busy ? { transId, index, busy } : { transId, index } })), options);
+}
+
+/** Sends the next step of an application's reindex: from the admin API, the sweeper, and the step before. */
+export async function sendReindexMessage(queue: Queue<IngestMessage>, appId: string, options?: { delaySeconds?: number; busy?: number }): Promise<void> {
+  const body: ReindexMessage = options?.busy ? { reindex: appId, busy: options.busy } : { reindex: appId };
+  await queue.send(body, options?.delaySeconds ? { delaySeconds: options.delaySeconds } : undefined);
 }

@@ -5,7 +5,8 @@ import { pruneUsage } from '../storage/usage';
 import { findStalledItems, pruneRemovals, recordSweep } from '../storage/transactions';
 import { formatTimestamp } from '../time';
 import { failForGood } from './dead-letters';
-import { MAX_MESSAGES_PER_SEND, sendInsertMessages } from './message';
+import { MAX_MESSAGES_PER_SEND, sendInsertMessages, sendReindexMessage } from './message';
+import { stalledReindexes } from '../storage/reindexes';
 
 /**
  * An item a consumer started this long ago without settling it lost its message (the consumer died with it); so
@@ -25,7 +26,7 @@ const RETIRED_RUNS = 20;
  * The cron half of "nothing accepted is ever lost, nothing removed stays": every pending item whose message looks
  * lost is sent again (a redelivery of an item already settled is a no-op), and one re-sent MAX_SWEEPS times in vain
  * is failed, so that every transaction reaches 100; what retired image versions left is deleted; removals no pending
- * insert can meet, expired query images and old usage windows are forgotten.
+ * insert can meet, expired query images and old usage windows are forgotten; a stalled reindex is resumed.
  */
 export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent: number; failed: number }> {
   const before = formatTimestamp(new Date(now.getTime() - STALL_MINUTES * 60_000));
@@ -40,6 +41,11 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
     await recordSweep(env.DB, chunk);
   }
   if (stalled.length > 0) console.warn(JSON.stringify({ event: 'insert_sweep', resent: resend.length, failed: exhausted.length }));
+  // A reindex whose step message was lost or dead-lettered goes on from its progress in D1.
+  for (const appId of await stalledReindexes(env.DB, before)) {
+    console.warn(JSON.stringify({ event: 'reindex_resumed', appId }));
+    await sendReindexMessage(env.INSERT_QUEUE, appId);
+  }
   for (let run = 0; run < RETIRED_RUNS && (await deleteRetiredVersions(env)) > 0; run++);
   await pruneRemovals(env.DB);
   await deleteExpiredQueryImages(env.DB, env.BLOBS, now);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { APP_PATH, createAppBody, schemaBody, settingsBody } from '../admin/bodies';
+import { APP_PATH, createAppBody, reindexBody, schemaBody, settingsBody } from '../admin/bodies';
 import type { ParamShape } from '../http/param-schema';
 import { INSERT_STATUS, MAX_REMOVE_NAMES, REMOVED_IMAGE, TRANSACTION } from '../ingest/data-params';
 import { INSERT_IMAGE, INSERT_LIMITS } from '../ingest/insert-request';
@@ -30,7 +30,7 @@ export type Operation = {
   query?: ParamShape;
   body?: { media: string[]; schema: z.ZodObject } | { media: string[]; indexed: z.ZodObject };
   /** The success status and body; JSON unless `media` says otherwise. */
-  success: { status: 200 | 201; schema?: z.ZodType; media?: string; description: string };
+  success: { status: 200 | 201 | 202; schema?: z.ZodType; media?: string; description: string };
   /**
    * How a failure is answered: `envelope`, the API's way, with HTTP 200 and this body (docs/decisions.md); or the
    * admin API's and the console image's way, with these HTTP statuses.
@@ -243,6 +243,33 @@ export const OPERATIONS: Operation[] = [
     pathParams: APP_PATH,
     body: { media: ['application/json'], schema: schemaBody },
     success: { status: 200, schema: responses.appSchemaResponse, description: 'The new schema.' },
+    failure: httpErrors(404),
+  },
+  {
+    method: 'post',
+    path: '/admin/apps/{app_id}/reindex',
+    operationId: 'startReindex',
+    tag: 'Admin',
+    summary: "Re-embed an application's images by another embedding model",
+    description:
+      "The stored originals are embedded again by `embed_model` into that model's indexes while searches keep using " +
+      'the current one; once every image is in it, the application moves to it at once and the old vectors are ' +
+      'deleted. Asked again, a reindex under way into the same model goes on; a failed one resumes.',
+    auth: 'admin',
+    pathParams: APP_PATH,
+    body: { media: ['application/json'], schema: reindexBody },
+    success: { status: 202, schema: responses.reindexResponse, description: 'The reindex and its progress.' },
+    failure: httpErrors(404, 409),
+  },
+  {
+    method: 'get',
+    path: '/admin/apps/{app_id}/reindex',
+    operationId: 'getReindex',
+    tag: 'Admin',
+    summary: "An application's latest reindex and its progress",
+    auth: 'admin',
+    pathParams: APP_PATH,
+    success: { status: 200, schema: responses.reindexResponse, description: 'The reindex and its progress.' },
     failure: httpErrors(404),
   },
   {

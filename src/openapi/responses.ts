@@ -175,6 +175,7 @@ const adminApp = {
   searches_per_minute: z.int().nullable(),
   upload_bytes_per_minute: z.int().nullable(),
   text_default_operator: z.enum(['AND', 'OR']),
+  embed_model: z.string().meta({ description: "The embedding model the application's vectors belong to." }),
 };
 const schemaFields = z.object({
   fields: z.array(z.object({ name: z.string(), type: z.enum(FIELD_TYPES), searchable: z.boolean() })),
@@ -190,4 +191,24 @@ export const createdAppResponse = z.object({
 });
 export const appResponse = z.object({ status: z.literal('OK'), ...adminApp, schema: schemaFields });
 export const appSettingsResponse = z.object({ status: z.literal('OK'), ...adminApp });
+export const reindexResponse = z.object({
+  status: z.literal('OK'),
+  app_id: z.string(),
+  embed_model: z.string().meta({ description: 'The model searches use now.' }),
+  reindex: z.object({
+    from_model: z.string(),
+    to_model: z.string(),
+    state: z.enum(['embedding', 'retiring', 'done', 'failed']).meta({
+      description:
+        '`embedding`: images are embedded again by to_model while searches use from_model; `retiring`: the ' +
+        "application is on to_model and from_model's vectors of it are deleted; `done`; `failed` (see `error`).",
+    }),
+    images_total: z.int(),
+    images_done: z.int().meta({ description: 'Images whose vectors are in to_model.' }),
+    error: z.string().nullable(),
+    started_at: z.string(),
+    updated_at: z.string(),
+    finished_at: z.string().nullable(),
+  }),
+});
 export const appSchemaResponse = z.object({ status: z.literal('OK'), app_id: z.string(), schema: schemaFields });

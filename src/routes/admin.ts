@@ -1,12 +1,15 @@
 import { Hono, type Context } from 'hono';
 import type { z } from 'zod';
-import { createAppBody, schemaBody, settingsBody } from '../admin/bodies';
+import { createAppBody, reindexBody, schemaBody, settingsBody } from '../admin/bodies';
 import { requireAdmin } from '../auth/admin';
 import { newAppKeys } from '../auth/keys';
-import type { AppEnv } from '../env';
+import type { AppEnv, Env } from '../env';
 import { invalidParameter, ApiError } from '../http/envelope';
 import { endpoint } from '../http/middleware';
+import { sendReindexMessage } from '../ingest/message';
 import { createApp, getApp, getSchema, replaceSchema, updateSettings, type AppRecord } from '../storage/apps';
+import { defaultEmbedModel, embedModels, isEmbedModel } from '../storage/embed-models';
+import { getReindex, imagesInModel, startReindex } from '../storage/reindexes';
 
 const describe = (app: AppRecord) => ({
   app_id: app.id,
@@ -18,6 +21,7 @@ const describe = (app: AppRecord) => ({
   searches_per_minute: app.limits.searchesPerMinute,
   upload_bytes_per_minute: app.limits.uploadBytesPerMinute,
   text_default_operator: app.textDefaultOperator,
+  embed_model: app.embedModel,
 });
 
 async function readJson<T>(c: Context<AppEnv>, schema: z.ZodType<T>): Promise<T> {
@@ -38,12 +42,17 @@ export const adminRoutes = new Hono<AppEnv>();
 adminRoutes.use('*', endpoint('admin', { httpStatuses: true }), requireAdmin);
 
 adminRoutes.post('/apps', async (c) => {
-  const { name } = await readJson(c, createAppBody);
+  const { name, embed_model: embedModel = defaultEmbedModel(c.env) } = await readJson(c, createAppBody);
+  requireEmbedModel(c.env, embedModel);
   // The secret key and the app key are answered this once: only their digests are kept.
   const { credentials, stored } = await newAppKeys(name);
-  await createApp(c.env.DB, stored);
+  await createApp(c.env.DB, stored, embedModel);
   return c.json({ status: 'OK', ...credentials, name }, 201);
 });
+
+function requireEmbedModel(env: Env, model: string): void {
+  if (!isEmbedModel(env, model)) throw invalidParameter(`embed_model: ${model} is not one of ${[...embedModels(env).keys()].join(', ')}`);
+}
 
 async function appOrNotFound(db: D1Database, appId: string): Promise<AppRecord> {
   const app = await getApp(db, appId);
@@ -80,3 +89,50 @@ adminRoutes.put('/apps/:app_id/schema', async (c) => {
   await replaceSchema(c.env.DB, app.id, fields);
   return c.json({ status: 'OK', app_id: app.id, schema: { fields } });
 });
+
+/** An application's latest reindex as the admin API answers it; 404 when it never had one. */
+async function describeReindex(env: Env, appId: string) {
+  const app = await appOrNotFound(env.DB, appId);
+  const reindex = await getReindex(env.DB, app.id);
+  if (!reindex) throw new ApiError(404, 'The application has never been reindexed.');
+  const { total, inModel } = await imagesInModel(env.DB, app.id, reindex.toModel);
+  return {
+    status: 'OK' as const,
+    app_id: app.id,
+    embed_model: app.embedModel,
+    reindex: {
+      from_model: reindex.fromModel,
+      to_model: reindex.toModel,
+      state: reindex.state,
+      images_total: total,
+      images_done: inModel,
+      error: reindex.error,
+      started_at: reindex.startedAt,
+      updated_at: reindex.updatedAt,
+      finished_at: reindex.finishedAt,
+    },
+  };
+}
+
+/**
+ * Model upgrades without re-inserting (ingest/reindex.ts): the application's images are embedded again by
+ * `embed_model` while its searches keep the current model, then it moves to the new one at once.
+ */
+adminRoutes.post('/apps/:app_id/reindex', async (c) => {
+  const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
+  const { embed_model: toModel } = await readJson(c, reindexBody);
+  requireEmbedModel(c.env, toModel);
+  const under = await getReindex(c.env.DB, app.id);
+  const underWay = under !== null && (under.state === 'embedding' || under.state === 'retiring');
+  if (underWay && (under.toModel !== toModel || under.state === 'retiring')) {
+    throw new ApiError(409, `A reindex into ${under.toModel} is under way (${under.state}); ask again once it is done.`);
+  }
+  if (!underWay && app.embedModel === toModel) throw invalidParameter(`embed_model: the application is on ${toModel} already.`);
+  if (!underWay) {
+    await startReindex(c.env.DB, app.id, toModel);
+    await sendReindexMessage(c.env.INSERT_QUEUE, app.id);
+  }
+  return c.json(await describeReindex(c.env, app.id), 202);
+});
+
+adminRoutes.get('/apps/:app_id/reindex', async (c) => c.json(await describeReindex(c.env, c.req.param('app_id'))));

@@ -20,7 +20,7 @@ colorSearchRoutes.get('/colorsearch', endpoint('colorsearch', { failureFields: e
   const options = readSearchOptions(params, await getSchema(c.env.DB, app.id), app, { limitName: 'limit', allowGroupBy: true });
   await requireCollection(c.env.DB, app.id);
 
-  const page = await searchSimilar(c.env, { appId: app.id, space: 'color', vector: paletteVector(colors) }, options);
+  const page = await searchSimilar(c.env, { appId: app.id, embedModel: app.embedModel, space: 'color', vector: paletteVector(colors) }, options);
   return c.json({
     status: 'OK',
     method: 'colorsearch',

@@ -50,15 +50,15 @@ async function prepare(
   const detection = readParam(params, DETECTION, 'detection');
   await requireCollection(c.env.DB, app.id);
 
-  const query = await wrapTime(c, 'image', resolveQueryImage(c.env, app.id, params));
-  const analysis = query.analysis ?? (await wrapTime(c, 'inference', analyzeImage(c.env, await query.bytes())));
+  const query = await wrapTime(c, 'image', resolveQueryImage(c.env, app, params));
+  const analysis = query.analysis ?? (await wrapTime(c, 'inference', analyzeImage(c.env, await query.bytes(), app.embedModel)));
   const mode = detectionMode(detection, analysis.types);
   const box = region.kind === 'box' ? analyzeBox(c.env, query.bytes, region.box, analysis, { mode, sensitivity }) : undefined;
   const content = box && endpoint.searchesContent(box) ? await wrapTime(c, 'box', box.content()) : undefined;
   // Kept while the index is searched (each route awaits both): the answer still names an im_id that is there.
   const kept = wrapTime(c, 'keep', keepQueryImage(c.env, app.id, query, analysis));
   const search = (vector: number[], objectType: string | undefined) =>
-    searchSimilar(c.env, { appId: app.id, space: 'visual', vector, objectType }, options);
+    searchSimilar(c.env, { appId: app.id, embedModel: app.embedModel, space: 'visual', vector, objectType }, options);
   return { options, paging: options.paging, region, sensitivity, query, analysis, box, content, mode, search, kept };
 }
 

@@ -40,10 +40,10 @@ const similar = factory.createHandlers(endpoint('search', { failureFields: empty
     if (possible && (await isImagePending(c.env.DB, app.id, imName))) throw stillProcessing;
     throw new ApiError(404, SEARCH_ERRORS.imageNotFound);
   }
-  const [stored] = await imageVectors(c.env).getByIds([String(image.id)]);
+  const [stored] = await imageVectors(c.env, app.embedModel).getByIds([String(image.id)]);
   if (!stored) throw stillProcessing;
 
-  const page = await searchSimilar(c.env, { appId: app.id, space: 'visual', vector: stored.values, excludeIds: [image.id] }, options);
+  const page = await searchSimilar(c.env, { appId: app.id, embedModel: app.embedModel, space: 'visual', vector: stored.values, excludeIds: [image.id] }, options);
   return c.json({
     status: 'OK',
     method: 'search',

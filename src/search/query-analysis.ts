@@ -19,6 +19,8 @@ import { keptObjects, type DetectionMode, type Sensitivity } from './detection';
 export type QueryRegion = { box: Box; embedding: number[] };
 
 const queryAnalysis = z.object({
+  /** The embedding model of every embedding in it: one of another model is not kept for the application's searches. */
+  embedModel: z.string(),
   /** Every type the detector can report. */
   types: z.array(z.string()),
   /** Detected objects of the whole image, most confident first. */
@@ -34,10 +36,14 @@ const queryAnalysis = z.object({
  */
 export type QueryAnalysis = z.infer<typeof queryAnalysis>;
 
-/** A kept analysis read back; undefined when it is not one (the image is then analysed again). */
-export function parseQueryAnalysis(json: string): QueryAnalysis | undefined {
+/**
+ * A kept analysis read back; undefined when it is not one, or was made by another embedding model than `embedModel`
+ * (the application moved to a new one since): the image is then analysed again.
+ */
+export function parseQueryAnalysis(json: string, embedModel: string): QueryAnalysis | undefined {
   try {
-    return queryAnalysis.parse(JSON.parse(json));
+    const analysis = queryAnalysis.parse(JSON.parse(json));
+    return analysis.embedModel === embedModel ? analysis : undefined;
   } catch {
     return undefined;
   }
@@ -78,10 +84,11 @@ async function predictEmbedDetect(env: Env, bytes: Uint8Array, options: PredictO
  * Embeds and detects once on the whole query image. Detection always runs: its type list is part of every answer,
  * and a `detection` value can only be told from an unsupported one by the types the detector knows.
  */
-export async function analyzeImage(env: Env, bytes: Uint8Array): Promise<QueryAnalysis> {
-  const prediction = await predictEmbedDetect(env, bytes, {});
+export async function analyzeImage(env: Env, bytes: Uint8Array, embedModel: string): Promise<QueryAnalysis> {
+  const prediction = await predictEmbedDetect(env, bytes, { embedModel });
   const { width, height } = prediction.image;
   return {
+    embedModel: prediction.embed.model,
     types: prediction.detect.types,
     objects: prediction.detect.objects,
     whole: { box: [0, 0, width, height], embedding: prediction.embed.vector },
@@ -119,7 +126,7 @@ export function analyzeBox(
   const within = kept.filter((object) => object !== named && shareInside(object.box, requested) >= SAME_OBJECT_IOU);
   let content: Promise<BoxContent> | undefined;
   const analyzeContent = async (): Promise<BoxContent> => {
-    const prediction = await predictEmbedDetect(env, await bytes(), { box: requested });
+    const prediction = await predictEmbedDetect(env, await bytes(), { box: requested, embedModel: analysis.embedModel });
     const region = { box: prediction.box ?? requested, embedding: prediction.embed.vector };
     const inside = keptObjects(prediction.detect.objects, detection.mode, detection.sensitivity);
     return { region, filling: objectOfBox(inside, region.box), inside };

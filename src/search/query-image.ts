@@ -57,7 +57,7 @@ function checkImage(bytes: Uint8Array): ImageInfo {
  * The one image source of an upload search (spec 4.5): an uploaded file, an image URL, or the `im_id` of an earlier
  * upload. A new image gets a new `im_id`, kept by keepQueryImage; an `im_id` is read back without any download.
  */
-export async function resolveQueryImage(env: Env, appId: string, params: RequestParams): Promise<QueryImage> {
+export async function resolveQueryImage(env: Env, app: { id: string; embedModel: string }, params: RequestParams): Promise<QueryImage> {
   const upload = readParam(params, QUERY_IMAGE, 'image');
   const url = readParam(params, QUERY_IMAGE, 'im_url');
   const imId = readParam(params, QUERY_IMAGE, 'im_id');
@@ -66,7 +66,7 @@ export async function resolveQueryImage(env: Env, appId: string, params: Request
   if (given.length !== 1) throw invalidParameter('Exactly one of image, im_url and im_id is required.');
 
   if (imId) {
-    const row = await findQueryImage(env.DB, appId, imId);
+    const row = await findQueryImage(env.DB, app.id, imId);
     if (!row) throw notFound();
     const info = { format: row.format as ImageInfo['format'], width: row.width, height: row.height };
     let stored: Promise<Uint8Array> | undefined;
@@ -75,8 +75,8 @@ export async function resolveQueryImage(env: Env, appId: string, params: Request
       if (!object) throw notFound();
       return new Uint8Array(await object.arrayBuffer());
     };
-    // A kept analysis that does not read as one is made again (and kept again).
-    const analysis = row.analysis === null ? undefined : parseQueryAnalysis(row.analysis);
+    // A kept analysis that does not read as one, or of another model, is made again (and kept again).
+    const analysis = row.analysis === null ? undefined : parseQueryAnalysis(row.analysis, app.embedModel);
     return { imId, bytes: () => (stored ??= read()), info, isNew: false, ...(analysis ? { analysis } : {}) };
   }
 

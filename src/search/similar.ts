@@ -16,6 +16,8 @@ export type SearchPage = { total: number } & ({ result: ResultItem[] } | Grouped
 
 export type SimilarQuery = {
   appId: string;
+  /** The application's embedding model: whose indexes a visual query searches, and whose vectors dedup compares. */
+  embedModel: string;
   /**
    * `visual`: an embedding, against whole images (and objects, with `objectType`); `color`: a palette vector,
    * against the palettes of whole images and of their detected objects.
@@ -64,8 +66,8 @@ async function candidates(env: Env, query: SimilarQuery, filter: Filter, depth: 
     return found.map((match) => ({ imageId: imageIdOfVector(match.id), score: toScore(match.score), fromObject: false }));
   }
   const [wholeImages, objects] = await Promise.all([
-    imageVectors(env).query(query.vector, options),
-    query.objectType === undefined ? [] : objectVectors(env).query(query.vector, { ...options, filter: { ...pushed, [OBJECT_TYPE_KEY]: query.objectType } }),
+    imageVectors(env, query.embedModel).query(query.vector, options),
+    query.objectType === undefined ? [] : objectVectors(env, query.embedModel).query(query.vector, { ...options, filter: { ...pushed, [OBJECT_TYPE_KEY]: query.objectType } }),
   ]);
   return [
     ...wholeImages.map((match) => ({ imageId: imageIdOfVector(match.id), score: toScore(match.score), fromObject: false })),
@@ -83,8 +85,8 @@ const cosine = (a: number[], b: number[]): number => a.reduce((sum, value, i) =>
 const SAME_VECTOR = 1e-5;
 
 /** Drops each result whose own vector is within `threshold` (1 − cosine) of a better-ranked kept result's. */
-async function dedup(env: Env, ranked: Ranked[], threshold: number): Promise<Ranked[]> {
-  const records = await imageVectors(env).getByIds(ranked.map(({ image }) => String(image.id)));
+async function dedup(env: Env, embedModel: string, ranked: Ranked[], threshold: number): Promise<Ranked[]> {
+  const records = await imageVectors(env, embedModel).getByIds(ranked.map(({ image }) => String(image.id)));
   const vectors = new Map(records.map((record) => [record.id, record.values]));
   const kept: { entry: Ranked; vector: number[] | undefined }[] = [];
   for (const entry of ranked) {
@@ -110,7 +112,7 @@ const compareBy = (field: string, direction: 'asc' | 'desc') => (a: Ranked, b: R
  */
 export async function searchSimilar(env: Env, query: SimilarQuery, options: SearchOptions): Promise<SearchPage> {
   const excluded = new Set(query.excludeIds ?? []);
-  const found = (await candidates(env, query, options.filter, Math.min(MAX_RESULTS + excluded.size, imageVectors(env).maxTopK))).filter(
+  const found = (await candidates(env, query, options.filter, Math.min(MAX_RESULTS + excluded.size, imageVectors(env, query.embedModel).maxTopK))).filter(
     (candidate) => !excluded.has(candidate.imageId),
   );
   const images = await getImagesByIds(env.DB, query.appId, [...new Set(found.map((candidate) => candidate.imageId))]);
@@ -123,7 +125,7 @@ export async function searchSimilar(env: Env, query: SimilarQuery, options: Sear
     if ((best.get(image.id)?.score ?? -1) < candidate.score) best.set(image.id, { image, score: candidate.score });
   }
   let ranked = [...best.values()].sort((a, b) => b.score - a.score || a.image.id - b.image.id).slice(0, MAX_RESULTS);
-  if (options.dedup) ranked = await dedup(env, ranked, options.dedup.threshold);
+  if (options.dedup) ranked = await dedup(env, query.embedModel, ranked, options.dedup.threshold);
 
   const item = ({ image, score }: Ranked): ResultItem => ({
     im_name: image.im_name,

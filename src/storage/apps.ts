@@ -23,6 +23,8 @@ export type AppRecord = {
   limits: AppLimits;
   /** The operator between adjacent words of a text `fq`. */
   textDefaultOperator: TextOperator;
+  /** The embedding model the application's vectors belong to: queries are embedded by it (storage/embed-models.ts). */
+  embedModel: string;
 };
 /** What is stored of a new application's keys: the secret key and the app key only as digests (auth/keys.ts). */
 export type NewApp = { id: string; name: string; accessKey: string; secretKeyHash: string; appKeyHash: string };
@@ -38,6 +40,7 @@ type AppRow = {
   searches_per_minute: number | null;
   upload_bytes_per_minute: number | null;
   text_default_operator: TextOperator;
+  embed_model: string;
 };
 
 const toRecord = (row: AppRow): AppRecord => ({
@@ -52,14 +55,16 @@ const toRecord = (row: AppRow): AppRecord => ({
     uploadBytesPerMinute: row.upload_bytes_per_minute,
   },
   textDefaultOperator: row.text_default_operator,
+  embedModel: row.embed_model,
 });
 
-export async function createApp(db: D1Database, app: NewApp): Promise<void> {
+/** A new application, on `embedModel`. */
+export async function createApp(db: D1Database, app: NewApp, embedModel: string): Promise<void> {
   await db
     .prepare(
-      'INSERT INTO apps (id, name, access_key, secret_key_hash, app_key_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+      'INSERT INTO apps (id, name, access_key, secret_key_hash, app_key_hash, embed_model, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
     )
-    .bind(app.id, app.name, app.accessKey, app.secretKeyHash, app.appKeyHash, formatTimestamp())
+    .bind(app.id, app.name, app.accessKey, app.secretKeyHash, app.appKeyHash, embedModel, formatTimestamp())
     .run();
 }
 

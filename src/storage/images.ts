@@ -34,6 +34,8 @@ export type ImageVersion = {
   metadata: ImageMetadata;
   objectCount: number;
   colors: PaletteColor[];
+  /** The newest embedding model its vectors were written in (storage/reindexes.ts). */
+  embedModel: string;
 };
 
 /**
@@ -49,16 +51,17 @@ export async function applyVersion(db: D1Database, version: ImageVersion, alongs
     retireLiveVersions(db, 'app_id = ? AND im_name = ? AND id < ?', appId, imName, id),
     db
       .prepare(
-        `INSERT INTO images (id, app_id, im_name, im_url, blob_key, format, width, height, metadata, object_count, colors, created_at, updated_at)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12
+        `INSERT INTO images (id, app_id, im_name, im_url, blob_key, format, width, height, metadata, object_count, colors, embed_model, created_at, updated_at)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?13, ?12, ?12
          WHERE NOT EXISTS (SELECT 1 FROM removals WHERE app_id = ?2 AND im_name = ?3 AND seq > ?1)
          ON CONFLICT (app_id, im_name) DO UPDATE SET
            id = excluded.id, im_url = excluded.im_url, blob_key = excluded.blob_key, format = excluded.format,
            width = excluded.width, height = excluded.height, metadata = excluded.metadata,
-           object_count = excluded.object_count, colors = excluded.colors, updated_at = excluded.updated_at
+           object_count = excluded.object_count, colors = excluded.colors, embed_model = excluded.embed_model,
+           updated_at = excluded.updated_at
          WHERE excluded.id > images.id`,
       )
-      .bind(id, appId, imName, version.imUrl, version.blobKey, version.format, version.width, version.height, JSON.stringify(version.metadata), version.objectCount, JSON.stringify(version.colors), now),
+      .bind(id, appId, imName, version.imUrl, version.blobKey, version.format, version.width, version.height, JSON.stringify(version.metadata), version.objectCount, JSON.stringify(version.colors), now, version.embedModel),
     retireUnlessLive(db, version),
     ...alongside,
   ]);

@@ -2,6 +2,7 @@ import { paletteVector } from '../colors/palette-vector';
 import type { Env } from '../env';
 import type { DetectedObject, PaletteColor } from '../ports/inference/types';
 import { vectorIndex } from '../ports/vector-index';
+import { embedModelIndexesOf, embedModels } from './embed-models';
 import { metadataBytes, VECTORIZE_LIMITS } from '../ports/vector-index/limits';
 import type { VectorIndex, VectorMetadata } from '../ports/vector-index/types';
 import type { SchemaField } from './apps';
@@ -11,15 +12,14 @@ import { OBJECT_TYPE_KEY, vectorMetadataKey } from './vector-metadata';
 /**
  * How the catalog lives in the vector indexes. Each image has one whole-image vector in the image index (id: the
  * image's D1 id) and one vector per detected object in the object index (id `<image id>.<k>`, metadata `type`),
- * all in the application's namespace. The colour index holds palette vectors under the same ids: the image's
- * (`<image id>`) and each object's (`<image id>.<k>`).
+ * all in the application's namespace. Each embedding model has an image and an object index of its own
+ * (storage/embed-models.ts): an application searches those of its model, and a reindex fills another's. The colour
+ * index, one for every model, holds palette vectors under the same ids: the image's and each object's.
  */
-export const IMAGE_INDEX = 'images';
-export const OBJECT_INDEX = 'objects';
-export const COLOR_INDEX = 'colors';
+const COLOR_INDEX = 'colors';
 
-export const imageVectors = (env: Env): VectorIndex => vectorIndex(env, IMAGE_INDEX);
-export const objectVectors = (env: Env): VectorIndex => vectorIndex(env, OBJECT_INDEX);
+export const imageVectors = (env: Env, model: string): VectorIndex => vectorIndex(env, embedModelIndexesOf(env, model).images);
+export const objectVectors = (env: Env, model: string): VectorIndex => vectorIndex(env, embedModelIndexesOf(env, model).objects);
 export const colorVectors = (env: Env): VectorIndex => vectorIndex(env, COLOR_INDEX);
 
 const objectVectorIds = (imageId: number, from: number, to: number): string[] =>
@@ -28,35 +28,62 @@ const objectVectorIds = (imageId: number, from: number, to: number): string[] =>
 /** The image id of a vector of either index. */
 export const imageIdOfVector = (vectorId: string): number => Number.parseInt(vectorId, 10);
 
+/** An image version as its vectors carry it. */
+export type VectorImage = { id: number; appId: string; metadata: VectorMetadata };
+/** What one embedding model made of an image: its whole-image vector and its detected objects, each embedded. */
+export type ModelEmbedding = { model: string; vector: number[]; objects: DetectedObject[] };
+
+/** Writes an image's whole-image and object vectors into the indexes of the model that made them. */
+export async function writeEmbedding(env: Env, image: VectorImage, embedding: ModelEmbedding): Promise<void> {
+  const namespace = image.appId;
+  const { metadata } = image;
+  const objectIds = objectVectorIds(image.id, 0, embedding.objects.length);
+  await imageVectors(env, embedding.model).upsert([{ id: String(image.id), namespace, values: embedding.vector, metadata }]);
+  if (embedding.objects.length > 0) {
+    await objectVectors(env, embedding.model).upsert(
+      embedding.objects.map((object, k) => ({ id: objectIds[k]!, namespace, values: object.embedding, metadata: { ...metadata, [OBJECT_TYPE_KEY]: object.type } })),
+    );
+  }
+}
+
 /**
- * Writes the vectors of an image version under its id, before the version is applied (storage/images.ts): writing
- * them again is harmless, and what an earlier version wrote under its own id is retired with it.
+ * Writes the vectors of an image version under its id, before the version is applied (storage/images.ts): its
+ * embeddings (one per model it must be searchable by, ingest/consumer.ts) and the palettes of the image and of
+ * `objects`. Writing them again is harmless, and what an earlier version wrote under its own id is retired with it.
  */
 export async function writeImageVectors(
   env: Env,
-  image: { id: number; appId: string; metadata: VectorMetadata },
-  vector: number[],
+  image: VectorImage,
+  embeddings: ModelEmbedding[],
   palette: PaletteColor[],
   objects: DetectedObject[],
 ): Promise<void> {
   const namespace = image.appId;
   const objectIds = objectVectorIds(image.id, 0, objects.length);
   const { metadata } = image;
-  await imageVectors(env).upsert([{ id: String(image.id), namespace, values: vector, metadata }]);
-  await colorVectors(env).upsert([
-    { id: String(image.id), namespace, values: paletteVector(palette), metadata },
-    ...objects.map((object, k) => ({ id: objectIds[k]!, namespace, values: paletteVector(object.colors ?? []), metadata })),
+  await Promise.all([
+    ...embeddings.map((embedding) => writeEmbedding(env, image, embedding)),
+    colorVectors(env).upsert([
+      { id: String(image.id), namespace, values: paletteVector(palette), metadata },
+      ...objects.map((object, k) => ({ id: objectIds[k]!, namespace, values: paletteVector(object.colors ?? []), metadata })),
+    ]),
   ]);
-  if (objects.length > 0) {
-    await objectVectors(env).upsert(
-      objects.map((object, k) => ({ id: objectIds[k]!, namespace, values: object.embedding, metadata: { ...metadata, [OBJECT_TYPE_KEY]: object.type } })),
-    );
-  }
+}
+
+/** Every index an image's vectors may be in: each model's image and object indexes, and the colour index. */
+function everyIndex(env: Env): { index: VectorIndex; holds: 'image' | 'objects' | 'both' }[] {
+  return [
+    ...[...embedModels(env).keys()].flatMap((model) => [
+      { index: imageVectors(env, model), holds: 'image' as const },
+      { index: objectVectors(env, model), holds: 'objects' as const },
+    ]),
+    { index: colorVectors(env), holds: 'both' as const },
+  ];
 }
 
 /**
- * Gives every vector of an image (whole image, objects, palettes) new metadata, keeping its values and the object
- * type: a metadata-only update, with no new embedding.
+ * Gives every vector of an image (whole image, objects, palettes, in every model's indexes) new metadata, keeping
+ * its values and the object type: a metadata-only update, with no new embedding.
  */
 export async function replaceVectorMetadata(env: Env, image: { id: number; object_count: number }, metadata: VectorMetadata): Promise<void> {
   const imageId = String(image.id);
@@ -64,6 +91,7 @@ export async function replaceVectorMetadata(env: Env, image: { id: number; objec
   const rewrite = async (index: VectorIndex, ids: string[]): Promise<void> => {
     if (ids.length === 0) return;
     const records = await index.getByIds(ids);
+    if (records.length === 0) return;
     await index.upsert(
       records.map((record) => {
         const type = record.metadata?.[OBJECT_TYPE_KEY];
@@ -71,20 +99,33 @@ export async function replaceVectorMetadata(env: Env, image: { id: number; objec
       }),
     );
   };
-  await Promise.all([
-    rewrite(imageVectors(env), [imageId]),
-    rewrite(objectVectors(env), objectIds),
-    rewrite(colorVectors(env), [imageId, ...objectIds]),
-  ]);
+  await Promise.all(
+    everyIndex(env).map(({ index, holds }) =>
+      rewrite(index, holds === 'image' ? [imageId] : holds === 'objects' ? objectIds : [imageId, ...objectIds]),
+    ),
+  );
 }
 
+/** Deletes the whole-image and object vectors of images from one model's indexes. */
+export async function deleteEmbeddings(env: Env, model: string, images: { id: number; object_count: number }[]): Promise<void> {
+  await deleteFrom([{ index: imageVectors(env, model), holds: 'image' }, { index: objectVectors(env, model), holds: 'objects' }], images);
+}
+
+/** Deletes every vector of images, from every index. */
 export async function deleteImageVectors(env: Env, images: { id: number; object_count: number }[]): Promise<void> {
+  await deleteFrom(everyIndex(env), images);
+}
+
+async function deleteFrom(indexes: { index: VectorIndex; holds: 'image' | 'objects' | 'both' }[], images: { id: number; object_count: number }[]): Promise<void> {
   if (images.length === 0) return;
   const imageIds = images.map((image) => String(image.id));
   const objectIds = images.flatMap((image) => objectVectorIds(image.id, 0, image.object_count));
-  await imageVectors(env).deleteByIds(imageIds);
-  await colorVectors(env).deleteByIds([...imageIds, ...objectIds]);
-  if (objectIds.length > 0) await objectVectors(env).deleteByIds(objectIds);
+  await Promise.all(
+    indexes.map(({ index, holds }) => {
+      const ids = holds === 'image' ? imageIds : holds === 'objects' ? objectIds : [...imageIds, ...objectIds];
+      return ids.length > 0 ? index.deleteByIds(ids) : undefined;
+    }),
+  );
 }
 
 /**

@@ -59,7 +59,7 @@ async function fill(appId: string, dimensions: number, from: number, to: number)
     )
       .bind(appId, now, JSON.stringify(rows))
       .run();
-    await imageVectors(env).upsert(rows.map(([id]) => ({ id: String(id), namespace: appId, values: unitVector(dimensions), metadata: {} })));
+    await imageVectors(env, env.EMBED_MODEL).upsert(rows.map(([id]) => ({ id: String(id), namespace: appId, values: unitVector(dimensions), metadata: {} })));
   }
 }
 

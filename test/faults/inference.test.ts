@@ -3,7 +3,8 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 /** The fault proxy's modes (test/support/inference-faults.ts). */
 type FaultMode = 'pass' | 'hang' | 'garbage' | 'busy';
-import { basicAuth, call, createApp, fixtureUrl, imageBytes, insert, search, waitForTransaction, type Credentials } from '../worker/helpers';
+import { embedModels } from '../../src/storage/embed-models';
+import { adminHeaders, basicAuth, call, createApp, fixtureUrl, imageBytes, insert, search, waitForTransaction, type Credentials } from '../worker/helpers';
 
 /**
  * The Worker against an inference service that fails for real (test/support/inference-faults.ts): killed, hanging,
@@ -153,5 +154,32 @@ describe('upload searches', () => {
     const again = await call('/uploadsearch', { method: 'POST', headers: basicAuth(app), body: uploadForm(image) });
     expect(again.headers.get('retry-after')).toBeNull();
     expect(await again.json()).toMatchObject({ status: 'OK', method: 'uploadsearch', error: [] });
+  });
+});
+
+describe('reindex', () => {
+  it('goes on once the inference service is back after dying mid-way, and ends with every image in the new model', async () => {
+    const app = await createApp('reindex-down-then-up');
+    expect((await waitForTransaction(app, await insertImages(app, IMAGES), 60_000)).success_count).toBe(IMAGES.length);
+    const [, newModel] = [...embedModels(env).keys()];
+    await fault('inference/stop');
+    const before = await predictions();
+    const started = await call(`/admin/apps/${app.app_id}/reindex`, { method: 'POST', headers: adminHeaders, body: JSON.stringify({ embed_model: newModel }) });
+    expect(started.status).toBe(202);
+    while ((await predictions()) === before) await sleep(100); // tried, and failed
+    await sleep(1_000);
+    await fault('inference/start');
+
+    const deadline = Date.now() + 60_000;
+    let reindex: { state: string; images_done: number; images_total: number } | undefined;
+    while (Date.now() < deadline && reindex?.state !== 'done') {
+      await sleep(250);
+      const response = await call(`/admin/apps/${app.app_id}/reindex`, { headers: adminHeaders });
+      reindex = (await response.json<{ reindex: typeof reindex }>()).reindex;
+    }
+    expect(reindex).toMatchObject({ state: 'done', images_done: IMAGES.length, images_total: IMAGES.length });
+    const { body } = await search(app, `im_name=${IMAGES[0]}`);
+    expect(body.status).toBe('OK');
+    expect(body.result.length).toBeGreaterThan(0);
   });
 });

@@ -48,7 +48,7 @@ describe('metadata by the schema', () => {
         .bind(app.app_id, 'item')
         .first<{ id: number; metadata: string; format: string; blob_key: string }>();
     const before = await row();
-    const [vectorBefore] = await imageVectors(env).getByIds([String(before!.id)]);
+    const [vectorBefore] = await imageVectors(env, env.EMBED_MODEL).getByIds([String(before!.id)]);
     expect((await search(app, 'im_name=item&limit=1')).body.result[0]?.im_name).toBe('hen-twin');
 
     await insertAndWait(app, [{ im_name: 'item', im_url: fixtureUrl('/images/animals_mammals_cats_tiger.png'), brand: 'Zed' }]);
@@ -58,9 +58,9 @@ describe('metadata by the schema', () => {
     expect(await retiredLeft(app)).toBe(0);
     expect(after!.id).toBeGreaterThan(before!.id);
     expect(JSON.parse(after!.metadata)).toEqual({ brand: 'Zed' });
-    const [vectorAfter] = await imageVectors(env).getByIds([String(after!.id)]);
+    const [vectorAfter] = await imageVectors(env, env.EMBED_MODEL).getByIds([String(after!.id)]);
     expect(vectorAfter?.values).not.toEqual(vectorBefore?.values);
-    expect(await imageVectors(env).getByIds([String(before!.id)])).toEqual([]);
+    expect(await imageVectors(env, env.EMBED_MODEL).getByIds([String(before!.id)])).toEqual([]);
     expect(await env.BLOBS.head(before!.blob_key)).toBeNull();
     expect((await search(app, 'im_name=item&limit=1&get_all_fl=true')).body.result[0]).toEqual({ im_name: 'tiger-twin', value_map: {} });
     const blob = await env.BLOBS.get(after!.blob_key);
@@ -150,7 +150,7 @@ describe('bulk: 250 images in three calls', () => {
     expect(succeeded).toBe(250 - expectedFailures.length);
     const { results } = await env.DB.prepare('SELECT id FROM images WHERE app_id = ?').bind(app.app_id).all<{ id: number }>();
     expect(results).toHaveLength(succeeded);
-    const vectors = await imageVectors(env).getByIds(results.map((row) => String(row.id)));
+    const vectors = await imageVectors(env, env.EMBED_MODEL).getByIds(results.map((row) => String(row.id)));
     expect(vectors).toHaveLength(succeeded);
     expect(vectors.every((vector) => vector.namespace === app.app_id)).toBe(true);
     const listed = await env.BLOBS.list({ prefix: `${app.app_id}/images/`, limit: 1000 });

@@ -39,7 +39,7 @@ describe('object detection and the object-level index', () => {
       .all<{ id: number; im_name: string; object_count: number }>();
     for (const image of results) {
       const ids = Array.from({ length: image.object_count }, (_, k) => `${image.id}.${k}`);
-      const vectors = await objectVectors(env).getByIds(ids);
+      const vectors = await objectVectors(env, env.EMBED_MODEL).getByIds(ids);
       expect(vectors).toHaveLength(image.object_count);
       catalogTypes.set(image.im_name, new Set(vectors.map((vector) => String(vector.metadata?.type))));
     }
@@ -134,11 +134,11 @@ describe('object detection and the object-level index', () => {
     expect(await retiredLeft(app)).toBe(0);
     const second = await version();
     expect(second.object_count).toBe(2);
-    expect(await objectVectors(env).getByIds(objectIds(first))).toEqual([]);
-    expect(await objectVectors(env).getByIds(objectIds(second))).toHaveLength(2);
+    expect(await objectVectors(env, env.EMBED_MODEL).getByIds(objectIds(first))).toEqual([]);
+    expect(await objectVectors(env, env.EMBED_MODEL).getByIds(objectIds(second))).toHaveLength(2);
     const form = new URLSearchParams({ 'im_name[0]': 'opencv-doc_board' });
     const removed = await call('/remove', { method: 'POST', headers: basicAuth(app), body: form });
     expect(await removed.json()).toMatchObject({ status: 'OK', total: 1 });
-    expect(await objectVectors(env).getByIds(objectIds(second))).toEqual([]);
+    expect(await objectVectors(env, env.EMBED_MODEL).getByIds(objectIds(second))).toEqual([]);
   });
 });

@@ -35,7 +35,7 @@ describe('POST /remove', () => {
 
     expect((await search(app, 'im_name=img0&limit=10')).body.result.map((item) => item.im_name)).not.toContain('img1');
     expect(await search(app, 'im_name=img1')).toMatchObject({ status: 200, body: { status: 'fail', error: ['Image not found with im_name.'] } });
-    expect(await imageVectors(env).getByIds([ids.get('img1')!])).toEqual([]);
+    expect(await imageVectors(env, env.EMBED_MODEL).getByIds([ids.get('img1')!])).toEqual([]);
     expect(await env.BLOBS.head(blobKeys.get('img1')!)).toBeNull();
   });
 

@@ -31,7 +31,7 @@ async function strayVectors(app: Credentials, live: Row[]): Promise<string[]> {
     .bind(app.app_id)
     .all<{ seq: number }>();
   const candidates = results.flatMap((row) => vectorIds(row.seq, MAX_DETECTED_OBJECTS)).filter((id) => !liveIds.has(id));
-  const found = await Promise.all([imageVectors(env), objectVectors(env), colorVectors(env)].map((index) => index.getByIds(candidates)));
+  const found = await Promise.all([imageVectors(env, env.EMBED_MODEL), objectVectors(env, env.EMBED_MODEL), colorVectors(env)].map((index) => index.getByIds(candidates)));
   return found.flat().map((record) => record.id);
 }
 
@@ -44,7 +44,7 @@ async function expectConsistent(app: Credentials): Promise<Row[]> {
   const live = await rows(app);
   for (const row of live) {
     expect(await env.BLOBS.head(row.blob_key), row.im_name).not.toBeNull();
-    expect(await imageVectors(env).getByIds([String(row.id)]), row.im_name).toHaveLength(1);
+    expect(await imageVectors(env, env.EMBED_MODEL).getByIds([String(row.id)]), row.im_name).toHaveLength(1);
   }
   const listed = await env.BLOBS.list({ prefix: `${app.app_id}/images/` });
   expect(listed.objects.map((object) => object.key).sort()).toEqual(live.map((row) => row.blob_key).sort());
@@ -207,7 +207,7 @@ describe('image versions', () => {
     expect((await search(app, 'im_name=gone')).body.error).toEqual(['Image not found with im_name.']);
     expect((await search(app, 'im_name=kept')).body.result).toEqual([]);
     // Left for later: the retired version, still holding its vector.
-    expect(await imageVectors(env).getByIds([String(gone!.id)])).toHaveLength(1);
+    expect(await imageVectors(env, env.EMBED_MODEL).getByIds([String(gone!.id)])).toHaveLength(1);
     await runSweeper();
     expect((await expectConsistent(app)).map((row) => row.im_name)).toEqual(['kept']);
   });

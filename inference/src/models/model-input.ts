@@ -18,3 +18,19 @@ export function onBlackSquare(pixels: RgbPixels, size: number, left = 0, top = 0
   }
   return { data, shape: [1, size, size, 3] };
 }
+
+/** Pixels mirrored left to right: a mirrored view without resizing again. */
+export function mirrorPixels({ data, width, height }: RgbPixels): RgbPixels {
+  const mirrored = Buffer.alloc(data.length);
+  for (let y = 0; y < height; y++) {
+    const row = y * width * 3;
+    for (let x = 0; x < width; x++) {
+      const from = row + x * 3;
+      const to = row + (width - 1 - x) * 3;
+      mirrored[to] = data[from]!;
+      mirrored[to + 1] = data[from + 1]!;
+      mirrored[to + 2] = data[from + 2]!;
+    }
+  }
+  return { data: mirrored, width, height };
+}

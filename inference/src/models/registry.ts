@@ -2,24 +2,34 @@ import path from 'node:path';
 import { PriorityGate } from '../priority.ts';
 import { BatchedSession } from '../runtime/batched-session.ts';
 import type { ModelSource, Runtime } from '../runtime/runtime.ts';
-import { loadColorsTask } from './colors/colors-task.ts';
+import { loadColorsTask, type ColorsTask } from './colors/colors-task.ts';
 import { CENTERNET_SOURCE } from './detect/centernet.ts';
-import { DETECTOR_NAMES, loadDetectTask, POSE_NAMES, type DetectorName, type PoseName } from './detect/detect-task.ts';
+import { DETECTOR_NAMES, loadDetectTask, POSE_NAMES, type DetectorName, type DetectTask, type PoseName } from './detect/detect-task.ts';
 import { DEFAULT_LABEL_MAP_FILE } from './detect/label-map.ts';
-import { loadEmbedder } from './embed/embedder.ts';
-import { MOBILENET_V2_SOURCE } from './embed/mobilenet-v2.ts';
+import { loadEmbedder, type Embedder } from './embed/embedder.ts';
+import { EmbedderSet } from './embed/embedder-set.ts';
+import { EMBEDDER_NAMES, EMBEDDER_SPECS, type EmbedderName } from './embed/embedder-specs.ts';
 import { MOVENET_SOURCE } from './pose/movenet.ts';
-import type { Task } from '../contract.ts';
-import type { TaskModel } from './task-model.ts';
-import { choiceSetting, integerSetting } from '../settings.ts';
+import { choiceListSetting, choiceSetting, integerSetting } from '../settings.ts';
 
-export type ModelRegistry = ReadonlyMap<Task, TaskModel>;
+/** The loaded models by task: the embedders (a request picks one), the detect task, the colors task. */
+export type ModelRegistry = {
+  readonly embed: EmbedderSet;
+  readonly detect: DetectTask;
+  readonly colors: ColorsTask;
+};
 
 /** Every graph the tasks load; scripts/convert-models.ts converts these for the ONNX runtime. */
-export const MODEL_SOURCES: readonly ModelSource[] = [MOBILENET_V2_SOURCE, CENTERNET_SOURCE, MOVENET_SOURCE];
+export const MODEL_SOURCES: readonly ModelSource[] = [
+  ...new Set(Object.values(EMBEDDER_SPECS).flatMap((spec) => spec.networks.map((network) => network.source))),
+  CENTERNET_SOURCE,
+  MOVENET_SOURCE,
+];
 
 /** Which models the service loads, from its environment (inference/README.md, Run). */
 export type ModelSet = {
+  /** INFERENCE_EMBED_MODELS: the embedders loaded, the first the default (default `mobilenet-v2,fused`). */
+  readonly embedders: readonly [EmbedderName, ...EmbedderName[]];
   /** INFERENCE_DETECTOR: `centernet` (default) or `none`. */
   readonly detector: DetectorName;
   /** INFERENCE_POSE: `movenet` (default: what detected people wear) or `none`. */
@@ -37,18 +47,19 @@ export type ModelSet = {
 };
 
 export function modelSetFromEnv(env: NodeJS.ProcessEnv = process.env): ModelSet {
+  const embedders = choiceListSetting(env, 'INFERENCE_EMBED_MODELS', EMBEDDER_NAMES, EMBEDDER_NAMES);
   const detector = choiceSetting(env, 'INFERENCE_DETECTOR', DETECTOR_NAMES);
   const pose = choiceSetting(env, 'INFERENCE_POSE', POSE_NAMES);
   const maxBatch = integerSetting(env, 'INFERENCE_MAX_BATCH', 8, 1, 256);
   const maxBulkBatch = integerSetting(env, 'INFERENCE_MAX_BULK_BATCH', Math.min(4, maxBatch), 1, 256);
   const labelMapFile = env.DETECTOR_LABELS ? path.resolve(env.DETECTOR_LABELS) : DEFAULT_LABEL_MAP_FILE;
-  return { detector, pose, labelMapFile, maxBatch, maxBulkBatch };
+  return { embedders, detector, pose, labelMapFile, maxBatch, maxBulkBatch };
 }
 
 /**
  * Loads every task's model once on the given runtime; the server keeps them for its lifetime. Every session runs
- * through one PriorityGate (priority.ts): the embedder's in batches of up to `maxBatch`, the detector's one image
- * at a time (its graph takes a batch of one).
+ * through one PriorityGate (priority.ts): each embedder's own sessions in batches of up to `maxBatch`, the
+ * detector's one image at a time (its graph takes a batch of one).
  */
 export async function loadModels(runtime: Runtime, modelSet: ModelSet): Promise<ModelRegistry> {
   // A search's run may start beside one bulk run under way: the ONNX runtime runs bulk work on a thread the OS
@@ -58,11 +69,14 @@ export async function loadModels(runtime: Runtime, modelSet: ModelSet): Promise<
     description: runtime.description,
     load: async (source) => new BatchedSession(await runtime.load(source), maxBatch, gate, maxBulkBatch),
   });
-  const embedder = await loadEmbedder(scheduled(modelSet.maxBatch, modelSet.maxBulkBatch));
-  const detect = await loadDetectTask(scheduled(1), embedder, modelSet.labelMapFile, modelSet);
-  return new Map<Task, TaskModel>([
-    ['embed', embedder],
-    ['detect', detect],
-    ['colors', loadColorsTask()],
-  ]);
+  // Each embedder loads sessions of its own, batched apart from the other's.
+  const embedders: Embedder[] = [];
+  for (const name of modelSet.embedders) {
+    embedders.push(await loadEmbedder(scheduled(modelSet.maxBatch, modelSet.maxBulkBatch), EMBEDDER_SPECS[name]));
+  }
+  return {
+    embed: new EmbedderSet(embedders),
+    detect: await loadDetectTask(scheduled(1), modelSet.labelMapFile, modelSet),
+    colors: loadColorsTask(),
+  };
 }

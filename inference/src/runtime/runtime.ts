@@ -44,6 +44,11 @@ export type ModelSource = TfjsGraphFiles & {
   readonly name: string;
   /** Every node InferenceSession.run may be asked for. */
   readonly outputs: readonly string[];
+  /**
+   * The input's shape (-1: free) where it differs from the one the graph's placeholder declares, e.g. part of a
+   * graph read at another resolution or batch size. Both runtimes and the converter take the graph as declaring it.
+   */
+  readonly inputShape?: readonly number[];
 };
 
 export interface InferenceSession {

@@ -5,6 +5,7 @@ import {
   InferenceUnavailableError,
   RegionOutsideImageError,
   UndecodableImageError,
+  UnknownEmbedModelError,
   type Inference,
   type Prediction,
   type PredictOptions,
@@ -30,6 +31,7 @@ export function httpInference(baseUrl: string, config: { timeoutMs: number; secr
       const error = failure.success ? failure.data.error : undefined;
       if (response.status === 422) throw new UndecodableImageError(error?.message ?? 'undecodable image');
       if (error?.code === 'bad_box') throw new RegionOutsideImageError(error.message);
+      if (error?.code === 'unknown_embed_model') throw new UnknownEmbedModelError(error.message);
     }
     if (response.status === 503 && response.headers.has('retry-after')) {
       await response.body?.cancel();

@@ -45,6 +45,11 @@ export class InferenceBusyError extends InferenceUnavailableError {
   }
 }
 
+/** The service has not loaded the embedding model asked for: a configuration error (EMBED_MODELS against the service). */
+export class UnknownEmbedModelError extends Error {
+  override name = 'UnknownEmbedModelError';
+}
+
 /** The region asked for lies outside the image. */
 export class RegionOutsideImageError extends Error {
   override name = 'RegionOutsideImageError';

@@ -4,13 +4,16 @@ import { shardedIndex } from './sharded';
 import type { VectorIndex } from './types';
 import { vectorizeIndex } from './vectorize';
 
-/** Vectorize bindings by index name (wrangler.toml's production and cn environments). */
-const VECTORIZE_BINDINGS = { images: 'VECTORIZE_IMAGES', objects: 'VECTORIZE_OBJECTS', colors: 'VECTORIZE_COLORS' } as const;
+/**
+ * The Vectorize binding of an index name: the colour index's is fixed; the embedding models' indexes are named by
+ * their bindings in EMBED_MODELS (storage/embed-models.ts).
+ */
+const VECTORIZE_BINDINGS: Record<string, string> = { colors: 'VECTORIZE_COLORS' };
 
 function baseIndex(env: Env, indexName: string): VectorIndex {
   if (env.VECTOR_INDEX === 'local') return localVectorIndex(env.LOCAL_VECTOR_INDEX, indexName);
   if (env.VECTOR_INDEX === 'vectorize') {
-    const binding = env[VECTORIZE_BINDINGS[indexName as keyof typeof VECTORIZE_BINDINGS]];
+    const binding = (env as unknown as Record<string, Vectorize | undefined>)[VECTORIZE_BINDINGS[indexName] ?? indexName];
     if (!binding) throw new Error(`No Vectorize binding for the ${indexName} index`);
     return vectorizeIndex(binding);
   }

@@ -16,6 +16,8 @@ import { GARMENT_LABELS } from '../pose/garments.ts';
 import { MAX_DETECTED_OBJECTS } from '../../contract.ts';
 
 export type DetectOptions = {
+  /** The request's embedder (its `embed_model`, else the service's default), for each object's crop. */
+  readonly embedder: Embedder;
   /** Given when the colors task is asked too: the palette of a view, run on each object's box. */
   readonly objectColors?: (crop: ImageView) => PaletteColor[];
   /**
@@ -26,30 +28,28 @@ export type DetectOptions = {
 };
 
 /**
- * The detect task: a Detector, its label map to product types, the pose
- * model that finds what detected people wear, and the embedder for each
- * object's crop.
+ * The detect task: a Detector, its label map to product types, and the pose
+ * model that finds what detected people wear; each object's crop is embedded
+ * by the request's embedder (DetectOptions).
  */
-export class DetectTask implements TaskModel {
+export class DetectTask implements TaskModel<[DetectOptions]> {
   readonly task = 'detect';
   readonly modelId: string;
   readonly types: ProductType[];
   readonly #detector: Detector | undefined;
   readonly #labelMap: LabelMap;
-  readonly #embedder: Embedder;
   readonly #pose: MoveNetPoseEstimator | undefined;
 
   /**
    * Without a detector, the task only finishes external detections (in COCO's vocabulary, as its people's
    * garments need); without a pose model, people's garments are not looked for.
    */
-  constructor(detector: Detector | undefined, labelMap: LabelMap, embedder: Embedder, pose?: MoveNetPoseEstimator) {
+  constructor(detector: Detector | undefined, labelMap: LabelMap, pose?: MoveNetPoseEstimator) {
     this.#pose = pose;
     this.modelId = this.#modelIdWith(detector?.modelId ?? 'external');
     this.types = [...new Set([...mappedTypes(labelMap), ...(pose ? GARMENT_LABELS : [])])].sort();
     this.#detector = detector;
     this.#labelMap = labelMap;
-    this.#embedder = embedder;
   }
 
   /** A detector's id, with the pose model's when garments are looked for: the id changes whenever outputs would. */
@@ -57,7 +57,7 @@ export class DetectTask implements TaskModel {
     return this.#pose ? `${detectorId}+${this.#pose.modelId}` : detectorId;
   }
 
-  async predict(view: ImageView, options: DetectOptions = {}): Promise<TaskResult<'detect'>> {
+  async predict(view: ImageView, options: DetectOptions): Promise<TaskResult<'detect'>> {
     const { external } = options;
     if (!external && !this.#detector) {
       throw new ApiError(400, 'detections_required', 'This service loads no detector (INFERENCE_DETECTOR=none): send the "detections" field with the detect task.');
@@ -71,7 +71,7 @@ export class DetectTask implements TaskModel {
     const objects = await Promise.all(
       found.map(async (object): Promise<DetectedObject> => {
         const crop = cropView(view, cropBoxWithMargin(object.box, view));
-        const embedding = Array.from(await this.#embedder.embed(crop.pixels));
+        const embedding = Array.from(await options.embedder.embed(crop.pixels));
         const result: DetectedObject = { ...object, score: roundScore(object.score), box: [...object.box], embedding };
         return options.objectColors ? { ...result, colors: options.objectColors(cropView(view, object.box)) } : result;
       }),
@@ -94,7 +94,6 @@ export type PoseName = (typeof POSE_NAMES)[number];
 
 export async function loadDetectTask(
   runtime: Runtime,
-  embedder: Embedder,
   labelMapFile: string,
   models: { detector: DetectorName; pose: PoseName },
 ): Promise<DetectTask> {
@@ -103,5 +102,5 @@ export async function loadDetectTask(
   const labels = detector?.labels ?? COCO_LABELS;
   // Garments are found on people: a detector that cannot report one gets no pose model.
   const pose = models.pose === 'movenet' && labels.includes(PERSON_LABEL) ? await loadMoveNet(runtime) : undefined;
-  return new DetectTask(detector, loadLabelMap(labelMapFile, labels), embedder, pose);
+  return new DetectTask(detector, loadLabelMap(labelMapFile, labels), pose);
 }

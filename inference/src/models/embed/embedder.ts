@@ -2,41 +2,41 @@ import type { TaskResult } from '../../contract.ts';
 import type { RgbPixels } from '../../image/decode.ts';
 import type { ImageView } from '../../image/view.ts';
 import type { InferenceSession, Runtime } from '../../runtime/runtime.ts';
-import type { TaskModel } from '../task-model.ts';
-import { MOBILENET_V2_INPUT_SIZE, MOBILENET_V2_NODES, MOBILENET_V2_SOURCE, mirrorInput, toMobileNetV2Input } from './mobilenet-v2.ts';
-import { averagePool, l2Normalize } from './vector.ts';
 import { greyPixels } from '../model-input.ts';
-
-/** Channels of the last bottleneck; within Vectorize's 1536. */
-export const EMBED_DIM = 448;
-/** Names the network, the node, the pooling and the preprocessing: change it when any changes. */
-export const EMBED_MODEL_ID = `mobilenet_v2_1.4_224-nsfwjs4-bottleneck_avg${EMBED_DIM}-whole+centre70-mirrored-v2`;
+import type { TaskModel } from '../task-model.ts';
+import { embedViews, pooledOverViews, type EmbedNetwork } from './features.ts';
+import { MOBILENET_V2_INPUT_SIZE } from './mobilenet-v2.ts';
 
 /**
- * The embedding adds the pooled features of several views: the whole picture and its centre 70 % of each side,
- * each also mirrored. Mirroring makes the vector flip-invariant; the centre view lets a cropped copy meet its
- * original half way (README.md "Quality").
+ * What an embedder is (embedder-specs.ts lists them): the networks it reads on the same views (features.ts), and
+ * how their features, each averaged over its positions and summed over the views, become one unit vector.
  */
-export const EMBED_CENTRE_SHARES: readonly number[] = [1, 0.7];
+export type EmbedderSpec = {
+  /** Names the networks, the nodes, the pooling, the views and the join: change it whenever vectors would change. */
+  readonly modelId: string;
+  /** Within Vectorize's 1536. */
+  readonly dim: number;
+  readonly networks: readonly EmbedNetwork[];
+  /** Each network's summed features, in the order of `networks`, as the unit-length vector. */
+  readonly join: (features: readonly Float64Array[]) => Float32Array;
+};
 
 export type EmbedResult = TaskResult<'embed'>;
 
-/**
- * Whole-image embedding: the output of MobileNetV2's last bottleneck block
- * (448 channels, 7x7, before the 1x1 expansion to 1792) averaged over the 7x7
- * positions, summed over the views (EMBED_CENTRE_SHARES, each also
- * mirrored) and L2-normalised. It needs no reduction to fit 1536 dimensions
- * and matched copies to originals better than the reduced 1792-d average pool
- * did; the measurements are in README.md (scripts/measure-embedding.ts, and
- * the views by `npm run eval`).
- */
+/** An embedder loaded on a runtime: one session per network of its spec. */
 export class Embedder implements TaskModel {
   readonly task = 'embed';
-  readonly modelId = EMBED_MODEL_ID;
-  readonly #session: InferenceSession;
+  readonly modelId: string;
+  readonly dim: number;
+  readonly #spec: EmbedderSpec;
+  readonly #sessions: readonly InferenceSession[];
 
-  constructor(session: InferenceSession) {
-    this.#session = session;
+  constructor(spec: EmbedderSpec, sessions: readonly InferenceSession[]) {
+    if (sessions.length !== spec.networks.length) throw new Error(`${spec.modelId} reads ${spec.networks.length} networks, got ${sessions.length} sessions`);
+    this.modelId = spec.modelId;
+    this.dim = spec.dim;
+    this.#spec = spec;
+    this.#sessions = sessions;
   }
 
   async predict(view: ImageView): Promise<EmbedResult> {
@@ -46,26 +46,23 @@ export class Embedder implements TaskModel {
 
   /** The unit-length embedding of some pixels (a whole image or a crop of one). */
   async embed(pixels: RgbPixels): Promise<Float32Array> {
-    const inputs = await Promise.all(EMBED_CENTRE_SHARES.map((share) => toMobileNetV2Input(pixels, 'fill', share)));
-    // Asked at once, so that a batching session runs the views together.
-    const pooled = await Promise.all(
-      inputs.flatMap((input) => [input, mirrorInput(input)]).map(async (input) => {
-        const outputs = await this.#session.run(input, [MOBILENET_V2_NODES.lastBottleneck]);
-        return averagePool(outputs.get(MOBILENET_V2_NODES.lastBottleneck)!);
-      }),
-    );
-    const vector = l2Normalize(pooled.reduce((sum, next) => sum.map((value, i) => value + next[i]!)));
-    if (vector.length !== EMBED_DIM) throw new Error(`embedding has ${vector.length} dimensions, expected ${EMBED_DIM}`);
+    const views = await embedViews(pixels);
+    // Every network's views are asked at once, so that each network's batching session runs them together.
+    const features = await Promise.all(this.#spec.networks.map((network, i) => pooledOverViews(this.#sessions[i]!, network, views)));
+    const vector = this.#spec.join(features);
+    if (vector.length !== this.dim) throw new Error(`${this.modelId}: ${vector.length} dimensions, expected ${this.dim}`);
     return vector;
   }
 }
 
 /**
- * Loads the embedder. On a scheduled runtime (models/registry.ts) concurrent embeddings (several requests', or one
- * image's views and object crops) share engine runs.
+ * Loads an embedder's networks and warms them. On a scheduled runtime (models/registry.ts) concurrent embeddings
+ * (several requests', or one image's views and object crops) share engine runs.
  */
-export async function loadEmbedder(runtime: Runtime): Promise<Embedder> {
-  const embedder = new Embedder(await runtime.load(MOBILENET_V2_SOURCE));
+export async function loadEmbedder(runtime: Runtime, spec: EmbedderSpec): Promise<Embedder> {
+  const sessions: InferenceSession[] = [];
+  for (const network of spec.networks) sessions.push(await runtime.load(network.source));
+  const embedder = new Embedder(spec, sessions);
   // The first run initialises every kernel; pay for that before serving.
   await embedder.embed(greyPixels(MOBILENET_V2_INPUT_SIZE));
   return embedder;

@@ -1,0 +1,235 @@
+import { env } from 'cloudflare:test';
+import { describe, expect, it } from 'vitest';
+import { continueReindex } from '../../src/ingest/reindex';
+import { STALL_MINUTES } from '../../src/ingest/sweeper';
+import { embedModels } from '../../src/storage/embed-models';
+import { startReindex } from '../../src/storage/reindexes';
+import { vectorMetadataKey } from '../../src/storage/vector-metadata';
+import { imageVectors, objectVectors } from '../../src/storage/vectors';
+import { formatTimestamp } from '../../src/time';
+import {
+  adminHeaders,
+  basicAuth,
+  call,
+  createApp,
+  fixtureUrl,
+  imageBytes,
+  insert,
+  insertAndWait,
+  runSweeper,
+  search,
+  uploadsearch,
+  waitForTransaction,
+  type Credentials,
+} from './helpers';
+
+/**
+ * Model upgrades without re-inserting (issue 21): an application is re-embedded into another model of EMBED_MODELS
+ * while it keeps answering from the old one, then moves to the new one at once.
+ */
+
+const [OLD_MODEL, NEW_MODEL] = [...embedModels(env).keys()] as [string, string];
+const NEW_DIMENSIONS = embedModels(env).get(NEW_MODEL)!.dimensions;
+
+const IMAGES = [
+  'animals_birds_hen.png',
+  'animals_birds_magpie.png',
+  'animals_birds_ostrich.png',
+  'animals_fish_coraltrout.png',
+  'animals_mammals_badger.png',
+  'animals_mammals_cats_tiger.png',
+  'animals_mammals_dogs_dingo.png',
+  'animals_mammals_equines_zebra.png',
+  'plants_trees_holm_oak.png',
+  'food_fruit_avocado.png',
+  'food_fruit_kiwi.png',
+  'military_vehicles_f22_raptor.png',
+];
+const LATE_IMAGES = ['animals_birds_penguin.png', 'animals_mammals_rabbit_little.png', 'food_fruit_Cherry_Stella.png'];
+
+const catalog = (files: string[], brand = 'acme') =>
+  files.map((file) => ({ im_name: file, im_url: fixtureUrl(`/images/${file}`), brand }));
+
+type ReindexAnswer = {
+  status: string;
+  embed_model: string;
+  reindex: { from_model: string; to_model: string; state: string; images_total: number; images_done: number; error: string | null };
+};
+
+const reindex = async (app: Credentials, model: string): Promise<{ status: number; body: ReindexAnswer }> => {
+  const response = await call(`/admin/apps/${app.app_id}/reindex`, { method: 'POST', headers: adminHeaders, body: JSON.stringify({ embed_model: model }) });
+  return { status: response.status, body: await response.json<ReindexAnswer>() };
+};
+
+const progress = async (app: Credentials): Promise<{ status: number; body: ReindexAnswer }> => {
+  const response = await call(`/admin/apps/${app.app_id}/reindex`, { headers: adminHeaders });
+  return { status: response.status, body: await response.json<ReindexAnswer>() };
+};
+
+async function waitForReindex(app: Credentials, state: 'done' | 'failed', timeoutMs = 120_000): Promise<ReindexAnswer> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { body } = await progress(app);
+    if (body.reindex.state === state) return body;
+    if (Date.now() > deadline) throw new Error(`reindex still ${JSON.stringify(body.reindex)}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+const liveImages = async (app: Credentials) =>
+  (
+    await env.DB.prepare('SELECT id, im_name, embed_model, object_count FROM images WHERE app_id = ? ORDER BY id')
+      .bind(app.app_id)
+      .all<{ id: number; im_name: string; embed_model: string; object_count: number }>()
+  ).results;
+
+const appModel = async (app: Credentials): Promise<string> => {
+  const response = await call(`/admin/apps/${app.app_id}`, { headers: adminHeaders });
+  return (await response.json<{ embed_model: string }>()).embed_model;
+};
+
+async function newCatalog(name: string, files = IMAGES): Promise<Credentials> {
+  const app = await createApp(name, [{ name: 'brand', type: 'string', searchable: true }]);
+  const status = await insertAndWait(app, catalog(files));
+  expect(status.fail_count, JSON.stringify(status.error_list)).toBe(0);
+  return app;
+}
+
+describe('reindex', () => {
+  it('moves an application to a new model mid-traffic without losing a search or an image', async () => {
+    const app = await newCatalog('reindex-live');
+    expect(await appModel(app)).toBe(OLD_MODEL);
+    // A query image kept before the move: its analysis is of the old model and must be made again after it.
+    const before = await uploadsearch(app, { image: await imageBytes('/images/food_fruit_kiwi.png') });
+    expect(before.body.status).toBe('OK');
+
+    const started = await reindex(app, NEW_MODEL);
+    expect(started.status).toBe(202);
+    expect(started.body.reindex).toMatchObject({ from_model: OLD_MODEL, to_model: NEW_MODEL, state: 'embedding', images_total: IMAGES.length });
+
+    // Traffic while it runs: searches of every kind, an insert, a metadata update and a remove.
+    const late = await insert(app, catalog(LATE_IMAGES));
+    const lateTransaction = (await late.json<{ trans_id: number }>()).trans_id;
+    const updated = await insert(app, [{ im_name: IMAGES[0]!, brand: 'renamed' }]);
+    const updateTransaction = (await updated.json<{ trans_id: number }>()).trans_id;
+    const removed = await call('/remove', { method: 'POST', headers: basicAuth(app), body: new URLSearchParams({ 'im_name[0]': IMAGES[1]! }) });
+    expect((await removed.json<{ status: string }>()).status).toBe('OK');
+
+    const searched: string[] = [];
+    let done = false;
+    const traffic = (async () => {
+      for (let round = 0; !done || round < 3; round++) {
+        const name = IMAGES[2 + (round % (IMAGES.length - 2))]!;
+        const similar = await search(app, `im_name=${name}&score=true&limit=5`);
+        expect(similar.body.status, JSON.stringify(similar.body)).toBe('OK');
+        expect(similar.body.result.length).toBeGreaterThan(0);
+        const upload = await uploadsearch(app, { image: await imageBytes(`/images/${name}`), score: 'true' });
+        expect(upload.body.status, JSON.stringify(upload.body)).toBe('OK');
+        expect(upload.body.result[0]?.im_name).toBe(name);
+        const kept = await uploadsearch(app, { im_id: before.body.im_id! });
+        expect(kept.body.status, JSON.stringify(kept.body)).toBe('OK');
+        searched.push(name);
+      }
+    })();
+    const finished = await waitForReindex(app, 'done').finally(() => (done = true));
+    await traffic;
+    expect(searched.length).toBeGreaterThanOrEqual(3);
+    expect((await waitForTransaction(app, lateTransaction)).fail_count).toBe(0);
+    expect((await waitForTransaction(app, updateTransaction)).fail_count).toBe(0);
+
+    // Moved: recorded, every image in the new model's indexes and none left in the old one's.
+    expect(finished.embed_model).toBe(NEW_MODEL);
+    expect(await appModel(app)).toBe(NEW_MODEL);
+    const images = await liveImages(app);
+    expect(images.map((image) => image.im_name).sort()).toEqual([...IMAGES.filter((name) => name !== IMAGES[1]), ...LATE_IMAGES].sort());
+    expect(finished.reindex).toMatchObject({ state: 'done', images_total: images.length, images_done: images.length, error: null });
+    expect(images.every((image) => image.embed_model === NEW_MODEL)).toBe(true);
+    const ids = images.map((image) => String(image.id));
+    const vectors = await imageVectors(env, NEW_MODEL).getByIds(ids);
+    expect(vectors).toHaveLength(images.length);
+    expect(vectors.every((vector) => vector.values.length === NEW_DIMENSIONS)).toBe(true);
+    expect(await imageVectors(env, OLD_MODEL).getByIds(ids)).toEqual([]);
+    const objectIds = images.flatMap((image) => Array.from({ length: image.object_count }, (_, k) => `${image.id}.${k}`));
+    expect(await objectVectors(env, NEW_MODEL).getByIds(objectIds)).toHaveLength(objectIds.length);
+    expect(await objectVectors(env, OLD_MODEL).getByIds(objectIds)).toEqual([]);
+    // The metadata update reached the new model's vectors.
+    const [first] = await imageVectors(env, NEW_MODEL).getByIds([String(images.find((image) => image.im_name === IMAGES[0])!.id)]);
+    expect(first!.metadata).toMatchObject({ [vectorMetadataKey('brand')!]: 'renamed' });
+
+    // Searches after the move: each image finds itself first, queries embedded by the new model.
+    for (const name of [...LATE_IMAGES, IMAGES[5]!]) {
+      const upload = await uploadsearch(app, { image: await imageBytes(`/images/${name}`), score: 'true' });
+      expect(upload.body.result[0]?.im_name, name).toBe(name);
+      const similar = await search(app, `im_name=${name}&fq=brand:acme`);
+      expect(similar.body.status).toBe('OK');
+      expect(similar.body.result.length).toBeGreaterThan(0);
+    }
+    const kept = await uploadsearch(app, { im_id: before.body.im_id!, score: 'true' });
+    expect(kept.body.result[0]).toMatchObject({ im_name: 'food_fruit_kiwi.png' });
+    const analysis = await env.DB.prepare('SELECT analysis FROM query_images WHERE id = ?').bind(before.body.im_id).first<{ analysis: string }>();
+    expect(JSON.parse(analysis!.analysis).embedModel).toBe(NEW_MODEL);
+  });
+
+  it('resumes an interrupted reindex from its progress', async () => {
+    const app = await newCatalog('reindex-resume');
+    // Begun with its message lost after one step: the step's images are in the new model, the rest are not.
+    await startReindex(env.DB, app.app_id, NEW_MODEL);
+    expect(await continueReindex(env, app.app_id)).toBe('continue');
+    const halfway = await progress(app);
+    expect(halfway.body.reindex).toMatchObject({ state: 'embedding', images_total: IMAGES.length });
+    expect(halfway.body.reindex.images_done).toBeGreaterThan(0);
+    expect(halfway.body.reindex.images_done).toBeLessThan(IMAGES.length);
+    expect(await appModel(app)).toBe(OLD_MODEL);
+
+    // Not stalled yet: the sweeper leaves it alone.
+    await runSweeper();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect((await progress(app)).body.reindex.images_done).toBe(halfway.body.reindex.images_done);
+
+    const ago = formatTimestamp(new Date(Date.now() - (STALL_MINUTES + 1) * 60_000));
+    await env.DB.prepare('UPDATE reindexes SET updated_at = ? WHERE app_id = ?').bind(ago, app.app_id).run();
+    await runSweeper();
+    const finished = await waitForReindex(app, 'done');
+    expect(finished.embed_model).toBe(NEW_MODEL);
+    expect(finished.reindex.images_done).toBe(IMAGES.length);
+    const upload = await uploadsearch(app, { image: await imageBytes(`/images/${IMAGES[3]}`) });
+    expect(upload.body.result[0]?.im_name).toBe(IMAGES[3]);
+  });
+
+  it('fails, and leaves the application on its model, when an original is missing', async () => {
+    const app = await newCatalog('reindex-missing', IMAGES.slice(0, 3));
+    const [victim] = await liveImages(app);
+    const { blob_key } = (await env.DB.prepare('SELECT blob_key FROM images WHERE id = ?').bind(victim!.id).first<{ blob_key: string }>())!;
+    await env.BLOBS.delete(blob_key);
+    expect((await reindex(app, NEW_MODEL)).status).toBe(202);
+    const failed = await waitForReindex(app, 'failed');
+    expect(failed.reindex.error).toContain('missing');
+    expect(failed.embed_model).toBe(OLD_MODEL);
+    const upload = await uploadsearch(app, { image: await imageBytes(`/images/${IMAGES[2]}`) });
+    expect(upload.body.result[0]?.im_name).toBe(IMAGES[2]);
+  });
+
+  it('puts a new application on the model asked for, and refuses what cannot be done', async () => {
+    const created = await call('/admin/apps', { method: 'POST', headers: adminHeaders, body: JSON.stringify({ name: 'on-new', embed_model: NEW_MODEL }) });
+    expect(created.status).toBe(201);
+    const app = await created.json<Credentials>();
+    expect(await appModel(app)).toBe(NEW_MODEL);
+    await insertAndWait(app, catalog(IMAGES.slice(0, 2)));
+    const [image] = await liveImages(app);
+    expect(image!.embed_model).toBe(NEW_MODEL);
+    expect((await imageVectors(env, NEW_MODEL).getByIds([String(image!.id)]))[0]!.values).toHaveLength(NEW_DIMENSIONS);
+    expect(await imageVectors(env, OLD_MODEL).getByIds([String(image!.id)])).toEqual([]);
+
+    const unknown = await call('/admin/apps', { method: 'POST', headers: adminHeaders, body: JSON.stringify({ name: 'x', embed_model: 'nope' }) });
+    expect(unknown.status).toBe(400);
+    expect((await progress(app)).status).toBe(404);
+    expect((await reindex(app, 'nope')).status).toBe(400);
+    expect((await reindex(app, NEW_MODEL)).status).toBe(400);
+    // Under way (its chain of messages not begun): into the same model it goes on, into another it is refused.
+    await startReindex(env.DB, app.app_id, OLD_MODEL);
+    expect((await reindex(app, NEW_MODEL)).status).toBe(409);
+    expect((await reindex(app, OLD_MODEL)).body.reindex).toMatchObject({ state: 'embedding', to_model: OLD_MODEL });
+    while ((await continueReindex(env, app.app_id)) !== 'ended');
+    expect((await waitForReindex(app, 'done')).embed_model).toBe(OLD_MODEL);
+  });
+});
