@@ -3,26 +3,36 @@ import http from 'node:http';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
+import { unstable_readConfig } from 'wrangler';
 import { seededRandom } from '../inference/src/random.ts';
+import { parseEmbedModels } from '../src/storage/embed-models.ts';
 import { IMAGES_DIR as IMAGES_DIR_DEFAULT } from '../test/fixtures/images.ts';
 import { freePort } from '../test/support/free-port.ts';
 import { createApplication, imageNameOf, INSERT_BATCH, insertForm, waitForInsert, type AuthHeader } from './lib/api-client.ts';
 import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
 import { loadDetectionTruth, FIXTURES_DIR, overall, precisionRecall, scoreImage, type Detected, type TypeCounts } from './lib/detection-truth.ts';
 import { flattenedOriginal, TRANSFORMS } from './lib/near-duplicates.ts';
-import { ROOT } from './lib/wrangler-env.ts';
+import { ROOT, useLocalWrangler } from './lib/wrangler-env.ts';
 
 /**
- * `npm run eval [-- --images <folder>] [--detection-only]`: search quality through the real service (the local stack,
- * as `npm start` runs it). Inserts every valid image of the folder by URL, then (a) searches near-duplicate copies of
- * each with /uploadsearch and looks for the original (R@1, R@5, mAP), (b) searches each object cut-out with /search
- * and counts the other cut-outs of its category among the first five (manifest.json's `kind` and `category`), and
- * (c) sends each photo of the hand-drawn detection ground truth to /discoversearch at both sensitivities and counts
- * precision and recall per type at IoU 0.5 (scripts/lib/detection-truth.ts). `--detection-only` runs (c) alone.
+ * `npm run eval [-- --images <folder>] [--models <id,id>] [--detection-only]`: search quality through the real
+ * service (the local stack, as `npm start` runs it), for each embedding model of wrangler.toml's EMBED_MODELS side by
+ * side. One application per model, on that model, gets every valid image of the folder by URL; then, against each,
+ * (a) near-duplicate copies of each image are searched with /uploadsearch for their original (R@1, R@5, mAP), and
+ * (b) each object cut-out is searched with /search and the other cut-outs of its category among the first five are
+ * counted (manifest.json's `kind` and `category`). (c) Each photo of the hand-drawn detection ground truth is sent to
+ * /discoversearch at both sensitivities and precision and recall per type counted at IoU 0.5
+ * (scripts/lib/detection-truth.ts): detection does not depend on the embedding model, so this runs once, on the
+ * default model's application (EMBED_MODEL; else the first evaluated). `--models` restricts the models (ids or the
+ * short labels the tables use); `--detection-only` runs (c) alone.
  */
 
 const { values: args } = parseArgs({
-  options: { images: { type: 'string', default: IMAGES_DIR_DEFAULT }, 'detection-only': { type: 'boolean', default: false } },
+  options: {
+    images: { type: 'string', default: IMAGES_DIR_DEFAULT },
+    models: { type: 'string' },
+    'detection-only': { type: 'boolean', default: false },
+  },
 });
 const IMAGES_DIR = path.resolve(args.images);
 const STATE_DIR = path.join(ROOT, '.wrangler/eval-state');
@@ -42,6 +52,11 @@ const IMAGE_EXTENSIONS = /\.(jpe?g|jpe|png|gif|bmp|dib|webp|pbm|pgm|ppm|sr|ras|t
 
 type Entry = { file: string; name: string; kind?: string; category?: string };
 type Ranked = { result?: { im_name: string }[] };
+/** An embedding model of EMBED_MODELS; `label` is the short name the tables give it (its dimensions). */
+type EmbedModel = { id: string; label: string; dimensions: number; isDefault: boolean };
+/** A model's application, loaded with the folder's images; `failed` names the images its inserts could not take. */
+type ModelApp = { model: EmbedModel; api: Api; failed: Set<string>; insertSeconds: number };
+type ModelRetrieval = { app: ModelApp; nearDuplicates: NearDuplicateReport; categories: CategoryReport; searchSeconds: number };
 
 let stack: LocalStack | undefined;
 let imageServer: http.Server | undefined;
@@ -55,6 +70,9 @@ process.on('SIGTERM', () => stopAll(143));
 
 async function main(): Promise<void> {
   const started = performance.now();
+  const models = selectedModels();
+  const detectionModel = models.find((model) => model.isDefault) ?? models[0]!;
+  const evaluatedModels = args['detection-only'] ? [detectionModel] : models;
   const { valid, skipped } = await listImages();
   console.log(`${valid.length} images in ${IMAGES_DIR}; ${skipped.length} skipped as invalid (under ${MIN_SIDE} px on both sides): ${skipped.join(', ') || 'none'}`);
 
@@ -64,32 +82,90 @@ async function main(): Promise<void> {
   // Request logs at info level would bury the report.
   process.env.WRANGLER_LOG ??= 'warn';
   stack = await startLocalStack({ port, inferencePort, adminToken: ADMIN_TOKEN, persistTo: STATE_DIR, onExit: (code) => stopAll(code ?? 1) });
-  const api = new Api(stack.baseUrl, await createApplication({ baseUrl: stack.baseUrl, token: ADMIN_TOKEN }, 'eval'));
 
-  const insertStarted = performance.now();
-  const failed = await insertAll(api, valid, `http://127.0.0.1:${imagesPort}`);
-  const inserted = valid.filter((entry) => !failed.has(entry.name));
-  const insertSeconds = (performance.now() - insertStarted) / 1000;
-  console.log(`inserted ${inserted.length} images in ${insertSeconds.toFixed(0)} s${failed.size ? `; failed: ${[...failed].join(', ')}` : ''}`);
+  const apps: ModelApp[] = [];
+  for (const model of evaluatedModels) apps.push(await loadModelApp(stack.baseUrl, model, valid, `http://127.0.0.1:${imagesPort}`));
+  // Every model is scored on the same queries: the images that all of them took.
+  const inserted = valid.filter((entry) => apps.every((app) => !app.failed.has(entry.name)));
 
   const searchStarted = performance.now();
-  const retrieval = args['detection-only'] ? undefined : { nearDuplicates: await evaluateNearDuplicates(api, inserted), categories: await evaluateCategories(api, inserted) };
-  const detection = await evaluateDetection(api);
+  const retrievals: ModelRetrieval[] = [];
+  if (!args['detection-only']) for (const app of apps) retrievals.push(await evaluateRetrieval(app, inserted));
+  const detectionApp = apps.find((app) => app.model === detectionModel)!;
+  console.log(`detection, on the application of ${detectionModel.label}...`);
+  const detection = await evaluateDetection(detectionApp.api);
   const searchSeconds = (performance.now() - searchStarted) / 1000;
 
-  if (retrieval) printTable(retrieval.nearDuplicates, retrieval.categories);
+  printModelLegend(evaluatedModels);
+  if (retrievals.length > 0) printRetrievalTables(retrievals);
   printDetectionTable(detection);
   const report = {
-    images: { folder: IMAGES_DIR, inserted: inserted.length, skipped, failed: [...failed] },
+    images: { folder: IMAGES_DIR, inserted: inserted.length, skipped },
     settings: { endpoint: '/uploadsearch', upload: 'image bytes', detection: DETECTION_OFF, limit: SEARCH_LIMIT, seed: SEED },
     transforms: TRANSFORMS.map(({ name, description, draws }) => ({ name, description, draws })),
-    ...retrieval,
-    detection,
-    seconds: { insert: insertSeconds, search: searchSeconds, total: (performance.now() - started) / 1000 },
+    models: Object.fromEntries(apps.map((app) => [app.model.id, modelSection(app, retrievals.find((retrieval) => retrieval.app === app))])),
+    detection: { model: detectionModel.id, ...detection },
+    seconds: { search: searchSeconds, total: (performance.now() - started) / 1000 },
   };
   await mkdir(path.dirname(REPORT_FILE), { recursive: true });
   await writeFile(REPORT_FILE, `${JSON.stringify(report, null, 2)}\n`);
-  console.log(`\n${report.images.inserted} images; ${searchSeconds.toFixed(0)} s of searches, ${report.seconds.total.toFixed(0)} s in all. JSON: ${REPORT_FILE}`);
+  console.log(`\n${inserted.length} images, ${apps.length} model${apps.length === 1 ? '' : 's'}; ${searchSeconds.toFixed(0)} s of searches, ${report.seconds.total.toFixed(0)} s in all. JSON: ${REPORT_FILE}`);
+}
+
+/**
+ * EMBED_MODELS of wrangler.toml's top level (the local stack's), in its order, each labelled by its dimensions (with
+ * its position after them where two share dimensions); `--models` keeps those it names, by id or label.
+ */
+function selectedModels(): EmbedModel[] {
+  useLocalWrangler();
+  const { vars } = unstable_readConfig({ config: path.join(ROOT, 'wrangler.toml') });
+  const configured = [...parseEmbedModels(String(vars.EMBED_MODELS))];
+  const models = configured.map(([id, { dimensions }], index): EmbedModel => {
+    const shared = configured.filter(([, other]) => other.dimensions === dimensions).length > 1;
+    return { id, label: shared ? `${dimensions}d#${index + 1}` : `${dimensions}d`, dimensions, isDefault: id === vars.EMBED_MODEL };
+  });
+  if (args.models === undefined) return models;
+  const named = args.models.split(',').map((name) => name.trim()).filter(Boolean);
+  for (const name of named) {
+    if (!models.some((model) => model.id === name || model.label === name)) {
+      throw new Error(`--models: ${name} is not in EMBED_MODELS (${models.map((model) => `${model.label} = ${model.id}`).join('; ')})`);
+    }
+  }
+  const chosen = models.filter((model) => named.includes(model.id) || named.includes(model.label));
+  if (chosen.length === 0) throw new Error('--models: name at least one model');
+  return chosen;
+}
+
+/** A new application on `model`, with every image of `entries` inserted. */
+async function loadModelApp(baseUrl: string, model: EmbedModel, entries: Entry[], imagesUrl: string): Promise<ModelApp> {
+  const api = new Api(baseUrl, await createApplication({ baseUrl, token: ADMIN_TOKEN }, `eval-${model.label}`, model.id));
+  const insertStarted = performance.now();
+  const failed = await insertAll(api, entries, imagesUrl);
+  const insertSeconds = (performance.now() - insertStarted) / 1000;
+  const failures = failed.size ? `; failed: ${[...failed].join(', ')}` : '';
+  console.log(`${model.label}: inserted ${entries.length - failed.size} images in ${insertSeconds.toFixed(0)} s${failures}`);
+  return { model, api, failed, insertSeconds };
+}
+
+async function evaluateRetrieval(app: ModelApp, entries: Entry[]): Promise<ModelRetrieval> {
+  console.log(`${app.model.label}: near-duplicate and category searches...`);
+  const started = performance.now();
+  const nearDuplicates = await evaluateNearDuplicates(app.api, entries);
+  const categories = await evaluateCategories(app.api, entries);
+  return { app, nearDuplicates, categories, searchSeconds: (performance.now() - started) / 1000 };
+}
+
+/** A model's part of the JSON report: its label, the images it failed to take, its scores and times. */
+function modelSection({ model, failed, insertSeconds }: ModelApp, retrieval: ModelRetrieval | undefined) {
+  return {
+    label: model.label,
+    dimensions: model.dimensions,
+    default: model.isDefault,
+    failed: [...failed],
+    nearDuplicates: retrieval?.nearDuplicates,
+    categories: retrieval?.categories,
+    seconds: { insert: insertSeconds, search: retrieval?.searchSeconds },
+  };
 }
 
 /** The folder's images, with kind and category from its manifest.json where it has one. */
@@ -245,20 +321,56 @@ async function evaluateCategories(api: Api, entries: Entry[]): Promise<CategoryR
   };
 }
 
-function printTable(nearDuplicates: NearDuplicateReport, categories: CategoryReport): void {
-  const percent = (share: number) => (share * 100).toFixed(1);
-  const rows = [
-    ...TRANSFORMS.map((transform) => [transform.name, nearDuplicates.byTransform[transform.name]!] as const),
-    ['overall (mean of transforms)', nearDuplicates.overall] as const,
-  ];
-  console.log('\n| near-duplicate query | queries | R@1 % | R@5 % | mAP % |');
-  console.log('| --- | --- | --- | --- | --- |');
-  for (const [name, s] of rows) console.log(`| ${name} | ${s.queries} | ${percent(s.r1)} | ${percent(s.r5)} | ${percent(s.map)} |`);
-  console.log(`\n| category retrieval (/search, ${categories.cutouts} cut-outs) | queries | precision@5 % | ceiling % |`);
-  console.log('| --- | --- | --- | --- |');
-  for (const [name, s] of [['fine category (shared with another cut-out)', categories.fine], ['top-level category', categories.top]] as const) {
-    console.log(`| ${name} | ${s.queries} | ${percent(s.precisionAt5)} | ${percent(s.ceiling)} |`);
-  }
+function printModelLegend(models: EmbedModel[]): void {
+  printMarkdownTable(
+    ['model', 'dimensions', 'embedding model id'],
+    models.map((model) => [model.label, String(model.dimensions), `${model.id}${model.isDefault ? ' (EMBED_MODEL)' : ''}`]),
+  );
+}
+
+/** The near-duplicate and category tables, the models side by side. */
+function printRetrievalTables(retrievals: ModelRetrieval[]): void {
+  printSideBySide(
+    retrievals,
+    'near-duplicate query',
+    [
+      ...TRANSFORMS.map((transform) => ({ name: transform.name, scoresOf: (retrieval: ModelRetrieval) => retrieval.nearDuplicates.byTransform[transform.name]! })),
+      { name: 'overall (mean of transforms)', scoresOf: (retrieval) => retrieval.nearDuplicates.overall },
+    ],
+    [['queries', (s) => String(s.queries)]],
+    [['R@1 %', (s) => s.r1], ['R@5 %', (s) => s.r5], ['mAP %', (s) => s.map]],
+  );
+  printSideBySide(
+    retrievals,
+    `category retrieval (/search, ${retrievals[0]!.categories.cutouts} cut-outs)`,
+    [
+      { name: 'fine category (shared with another cut-out)', scoresOf: (retrieval: ModelRetrieval) => retrieval.categories.fine },
+      { name: 'top-level category', scoresOf: (retrieval) => retrieval.categories.top },
+    ],
+    [['queries', (s) => String(s.queries)], ['ceiling %', (s) => percent(s.ceiling)]],
+    [['precision@5 %', (s) => s.precisionAt5]],
+  );
+}
+
+/**
+ * A table of `rows`, each measure with a column per model (`R@1 % 448d | R@1 % 376d | R@5 % 448d | ...`). Every model
+ * ran the same queries, so the `shared` columns (their counts, the categories' ceiling) are given once, from the first.
+ */
+function printSideBySide<S>(
+  retrievals: ModelRetrieval[],
+  title: string,
+  rows: { name: string; scoresOf: (retrieval: ModelRetrieval) => S }[],
+  shared: [string, (scores: S) => string][],
+  measures: [string, (scores: S) => number][],
+): void {
+  printMarkdownTable(
+    [title, ...shared.map(([column]) => column), ...measures.flatMap(([measure]) => retrievals.map((retrieval) => `${measure} ${retrieval.app.model.label}`))],
+    rows.map(({ name, scoresOf }) => [
+      name,
+      ...shared.map(([, cell]) => cell(scoresOf(retrievals[0]!))),
+      ...measures.flatMap(([, value]) => retrievals.map((retrieval) => percent(value(scoresOf(retrieval))))),
+    ]),
+  );
 }
 
 const SENSITIVITIES = ['low', 'high'] as const;
@@ -295,18 +407,29 @@ async function evaluateDetection(api: Api): Promise<DetectionReport> {
 }
 
 function printDetectionTable(report: DetectionReport): void {
-  const cell = (counts: TypeCounts | undefined) => {
-    const { truth, found, tp, precision, recall } = precisionRecall(counts ?? { tp: [], fp: [], fn: 0 });
-    const percent = (share: number | null) => (share === null ? '-' : (share * 100).toFixed(0));
-    return `${percent(precision)} (${tp}/${found}) | ${percent(recall)} (${tp}/${truth})`;
-  };
+  /** A precision cell and a recall cell per sensitivity. */
+  const cells = (countsOf: (sensitivity: Sensitivity) => TypeCounts | undefined) =>
+    SENSITIVITIES.flatMap((sensitivity) => {
+      const { truth, found, tp, precision, recall } = precisionRecall(countsOf(sensitivity) ?? { tp: [], fp: [], fn: 0 });
+      const whole = (share: number | null) => (share === null ? '-' : (share * 100).toFixed(0));
+      return [`${whole(precision)} (${tp}/${found})`, `${whole(recall)} (${tp}/${truth})`];
+    });
   const types = [...new Set(SENSITIVITIES.flatMap((sensitivity) => Object.keys(report[sensitivity].all)))].sort();
-  console.log('\n| detection (/discoversearch, IoU 0.5) | precision % low | recall % low | precision % high | recall % high |');
-  console.log('| --- | --- | --- | --- | --- |');
-  for (const type of types) console.log(`| ${type} | ${SENSITIVITIES.map((sensitivity) => cell(report[sensitivity].all[type])).join(' | ')} |`);
-  const total = (sensitivity: Sensitivity, set: 'all' | 'people') => overall(Object.values(report[sensitivity][set]));
-  console.log(`| **all types** | ${SENSITIVITIES.map((sensitivity) => cell(total(sensitivity, 'all'))).join(' | ')} |`);
-  console.log(`| people photos, all types | ${SENSITIVITIES.map((sensitivity) => cell(total(sensitivity, 'people'))).join(' | ')} |`);
+  const total = (set: 'all' | 'people') => (sensitivity: Sensitivity) => overall(Object.values(report[sensitivity][set]));
+  printMarkdownTable(
+    ['detection (/discoversearch, IoU 0.5)', ...SENSITIVITIES.flatMap((sensitivity) => [`precision % ${sensitivity}`, `recall % ${sensitivity}`])],
+    [
+      ...types.map((type) => [type, ...cells((sensitivity) => report[sensitivity].all[type])]),
+      ['**all types**', ...cells(total('all'))],
+      ['people photos, all types', ...cells(total('people'))],
+    ],
+  );
+}
+
+function printMarkdownTable(header: string[], rows: string[][]): void {
+  console.log(`\n| ${header.join(' | ')} |`);
+  console.log(`|${' --- |'.repeat(header.length)}`);
+  for (const row of rows) console.log(`| ${row.join(' | ')} |`);
 }
 
 /** Runs `task` over `items` with CONCURRENCY calls in flight. */
@@ -316,6 +439,8 @@ async function forEachConcurrently<T>(items: Iterator<T>, task: (item: T) => Pro
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
 }
+
+const percent = (share: number): string => (share * 100).toFixed(1);
 
 function mean(values: number[]): number {
   return values.length === 0 ? 0 : values.reduce((sum, value) => sum + value, 0) / values.length;

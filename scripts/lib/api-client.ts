@@ -12,8 +12,9 @@ export type InsertStatus = { processed_percent: number; success_count: number; f
 /** `/insert` takes at most 100 images a call (spec 2.1). */
 export const INSERT_BATCH = 100;
 
-export async function createApplication(admin: AdminConfig, name: string): Promise<AuthHeader> {
-  const created = await adminRequest<{ access_key: string; secret_key: string }>(admin, 'POST', '/admin/apps', { name });
+/** A new application's auth header; on `embedModel` (an id of wrangler.toml's EMBED_MODELS) or else EMBED_MODEL. */
+export async function createApplication(admin: AdminConfig, name: string, embedModel?: string): Promise<AuthHeader> {
+  const created = await adminRequest<{ access_key: string; secret_key: string }>(admin, 'POST', '/admin/apps', { name, embed_model: embedModel });
   if (created.status !== 201) throw new Error(`could not create the application ${name}: ${JSON.stringify(created.body)}`);
   return { authorization: `Basic ${Buffer.from(`${created.body.access_key}:${created.body.secret_key}`).toString('base64')}` };
 }
