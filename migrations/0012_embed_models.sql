@@ -17,6 +17,10 @@ CREATE TABLE reindexes (
   from_seq INTEGER NOT NULL,
   state TEXT NOT NULL CHECK (state IN ('embedding', 'retiring', 'done', 'failed')),
   retire_cursor INTEGER NOT NULL DEFAULT 0,
+  -- Each step claims the next number; a message carrying another is of a superseded chain and stops there.
+  step INTEGER NOT NULL DEFAULT 0,
+  -- Sweeps that found it stalled since it last moved: past a few, it is failed (src/ingest/sweeper.ts).
+  resumes INTEGER NOT NULL DEFAULT 0,
   error TEXT,
   started_at TEXT NOT NULL,
   updated_at TEXT NOT NULL,

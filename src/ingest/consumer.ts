@@ -9,9 +9,9 @@ import { applyVersion, mergeImageMetadata } from '../storage/images';
 import { deleteRetiredSoon } from '../storage/retired';
 import { getPendingItem, hasEarlierPendingImage, markStarted, settleItem, settleStatements, type PendingItem } from '../storage/transactions';
 import { getSchema } from '../storage/apps';
-import { embedModelsToWrite } from '../storage/reindexes';
+import { embedModelsToWrite, noteReindexError } from '../storage/reindexes';
 import { replaceVectorMetadata, vectorMetadata, writeImageVectors, type ModelEmbedding } from '../storage/vectors';
-import { continueReindex } from './reindex';
+import { continueReindex, embeddingMismatch } from './reindex';
 import { isReindexMessage, sendInsertMessages, sendReindexMessage, type IngestMessage, type InsertMessage, type ReindexMessage } from './message';
 
 /** Bytes an inserted image may have: a 40 MP image compresses well below this. */
@@ -38,16 +38,18 @@ const MAX_BUSY_DELAY_SECONDS = 60;
  */
 async function fetchAndPredict(
   env: Env,
-  imUrl: string,
-  models: string[],
+  item: PendingItem & { imUrl: string },
 ): Promise<{ bytes: Uint8Array; info: ImageInfo; prediction: Prediction; embeddings: ModelEmbedding[] }> {
-  let bytes: Uint8Array;
-  try {
-    bytes = await downloadImage(imUrl, downloadOptions(env, MAX_IMAGE_BYTES));
-  } catch (error) {
-    if (error instanceof DownloadError) throw new ItemRejected(DATA_ERRORS.downloadFailed);
-    throw error;
-  }
+  const download = async (): Promise<Uint8Array> => {
+    try {
+      return await downloadImage(item.imUrl, downloadOptions(env, MAX_IMAGE_BYTES));
+    } catch (error) {
+      if (error instanceof DownloadError) throw new ItemRejected(DATA_ERRORS.downloadFailed);
+      throw error;
+    }
+  };
+  // Read while the image downloads; read after the item was accepted, so a reindex begun before is seen.
+  const [bytes, models] = await Promise.all([download(), embedModelsToWrite(env.DB, item.appId)]);
   const info = probeImage(bytes);
   if (!info) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
   if (!hasSupportedDimensions(info)) throw new ItemRejected(DATA_ERRORS.unsupportedDimension);
@@ -58,7 +60,11 @@ async function fetchAndPredict(
       ...others.map((embedModel) => inference(env).predict(bytes, ['embed', 'detect'], { priority: 'bulk', embedModel })),
     ]);
     const objectCount = prediction.detect.objects.length;
-    const embeddings = [prediction, ...alsoIn].map(({ embed, detect }) => ({ model: embed.model, vector: embed.vector, objects: detect.objects.slice(0, objectCount) }));
+    const embeddings = [prediction, ...alsoIn].map(({ embed, detect }, k) => {
+      const mismatch = embeddingMismatch(env, models[k]!, embed);
+      if (mismatch) throw new Error(mismatch);
+      return { model: models[k]!, vector: embed.vector, objects: detect.objects.slice(0, objectCount) };
+    });
     return { bytes, info, prediction, embeddings };
   } catch (error) {
     if (error instanceof UndecodableImageError) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
@@ -73,9 +79,8 @@ async function fetchAndPredict(
  * new version wrote is retired if it never applies.
  */
 async function ingest(env: Env, item: PendingItem & { imUrl: string }): Promise<void> {
-  const models = await embedModelsToWrite(env.DB, item.appId);
   // The schema is read while the image is fetched and predicted: neither waits for the other.
-  const [schema, { bytes, info, prediction, embeddings }] = await Promise.all([getSchema(env.DB, item.appId), fetchAndPredict(env, item.imUrl, models)]);
+  const [schema, { bytes, info, prediction, embeddings }] = await Promise.all([getSchema(env.DB, item.appId), fetchAndPredict(env, item)]);
   const blobKey = imageBlobKey(item.appId, item.imName, item.seq);
   const objects = prediction.detect.objects;
   const metadata = vectorMetadata(item.metadata, schema);
@@ -176,19 +181,22 @@ async function handle(env: Env, message: Message<InsertMessage>): Promise<string
 
 /** Runs one step of a reindex and sends the next; busy and transient failures are retried as an insert's are. */
 async function handleReindex(env: Env, message: Message<ReindexMessage>): Promise<void> {
-  const appId = message.body.reindex;
+  const { reindex: appId, step } = message.body;
   try {
-    const step = await continueReindex(env, appId);
-    if (step !== 'ended') await sendReindexMessage(env.INSERT_QUEUE, appId, step === 'wait' ? { delaySeconds: DEFER_SECONDS } : {});
+    const after = await continueReindex(env, appId, step);
+    if (after.next !== 'ended') {
+      await sendReindexMessage(env.INSERT_QUEUE, { reindex: appId, step: after.step }, after.next === 'wait' ? { delaySeconds: DEFER_SECONDS } : {});
+    }
     message.ack();
   } catch (error) {
     const wait = waitBeforeNextTry(error, message.body.busy ?? 0);
     if (wait) {
-      await sendReindexMessage(env.INSERT_QUEUE, appId, wait);
+      await sendReindexMessage(env.INSERT_QUEUE, { reindex: appId, step, busy: wait.busy }, { delaySeconds: wait.delaySeconds });
       message.ack();
       return;
     }
-    console.error(JSON.stringify({ event: 'reindex_step_error', appId, attempt: message.attempts, error: String(error) }));
+    console.error(JSON.stringify({ event: 'reindex_step_error', appId, step, attempt: message.attempts, error: String(error) }));
+    await noteReindexError(env.DB, appId, String(error)).catch(() => undefined);
     // Past max_retries the dead-letter consumer drops it; the sweeper resumes the stalled reindex (sweeper.ts).
     message.retry({ delaySeconds: Math.min(2 ** message.attempts, 60) });
   }

@@ -3,8 +3,8 @@
  * `busy`: how many times the inference service has refused it as busy, for the backoff of the next try.
  */
 export type InsertMessage = { transId: number; index: number; busy?: number };
-/** The next step of an application's reindex (ingest/reindex.ts); `busy` as above. */
-export type ReindexMessage = { reindex: string; busy?: number };
+/** Step `step` of an application's reindex (ingest/reindex.ts); `busy` as above. */
+export type ReindexMessage = { reindex: string; step: number; busy?: number };
 /** The ingest queue carries both: every job that needs the inference service's bulk line. */
 export type IngestMessage = InsertMessage | ReindexMessage;
 
@@ -21,8 +21,8 @@ export async function sendInsertMessages(queue: Queue<IngestMessage>, items: Ins
   await queue.sendBatch(items.map(({ transId, index, busy }) => ({ body: busy ? { transId, index, busy } : { transId, index } })), options);
 }
 
-/** Sends the next step of an application's reindex: from the admin API, the sweeper, and the step before. */
-export async function sendReindexMessage(queue: Queue<IngestMessage>, appId: string, options?: { delaySeconds?: number; busy?: number }): Promise<void> {
-  const body: ReindexMessage = options?.busy ? { reindex: appId, busy: options.busy } : { reindex: appId };
-  await queue.send(body, options?.delaySeconds ? { delaySeconds: options.delaySeconds } : undefined);
+/** Sends a step of an application's reindex: from the admin API, the sweeper, and the step before. */
+export async function sendReindexMessage(queue: Queue<IngestMessage>, message: ReindexMessage, options?: { delaySeconds?: number }): Promise<void> {
+  const { reindex, step, busy } = message;
+  await queue.send(busy ? { reindex, step, busy } : { reindex, step }, options?.delaySeconds ? { delaySeconds: options.delaySeconds } : undefined);
 }

@@ -1,3 +1,11 @@
+/**
+ * Model upgrades without re-inserting (issue 21): an application's stored originals (R2) are embedded again by a
+ * new model into that model's indexes, a chunk per queue message, while its searches keep using the old model's.
+ * Progress lives in D1 (`images.embed_model`, `reindexes`), so a reindex whose message was lost resumes from there
+ * (the sweeper sends another). Each step's message carries the step's number: a superseded chain of messages (a
+ * redelivery, a resume) stops at its next step. Once every image is in the new model, one D1 batch moves the
+ * application onto it (storage/reindexes.ts, switchToNewModel); then the old model's vectors of it are deleted.
+ */
 import type { Env } from '../env';
 import { inference } from '../ports/inference';
 import { UndecodableImageError, UnknownEmbedModelError } from '../ports/inference/types';
@@ -5,6 +13,7 @@ import { getSchema, type SchemaField } from '../storage/apps';
 import { getImagesByIds, type ImageMetadata } from '../storage/images';
 import {
   advanceReindex,
+  failReindex,
   getReindex,
   imagesAfter,
   imagesToReembed,
@@ -13,16 +22,10 @@ import {
   type ImageToReembed,
   type Reindex,
 } from '../storage/reindexes';
-import { deleteEmbeddings, vectorMetadata, writeEmbedding } from '../storage/vectors';
+import { embedModelIndexesOf } from '../storage/embed-models';
+import { deleteEmbeddings, imageVectors, objectVectors, vectorMetadata, writeEmbedding } from '../storage/vectors';
 
-/**
- * Model upgrades without re-inserting (issue 21): an application's stored originals (R2) are embedded again by a
- * new model into that model's indexes, a chunk per queue message, while its searches keep using the old model's.
- * Progress lives in D1 (`images.embed_model`, `reindexes`), so a reindex whose message was lost resumes from there
- * (the sweeper sends another). Once every image is in the new model, one D1 batch moves the application onto it
- * (storage/reindexes.ts, switchToNewModel); then the old model's vectors of it are deleted.
- */
-/** Images embedded again per message, side by side: a consumer batch's worth (wrangler.toml). */
+/** Images embedded again per step, side by side: each a bulk prediction, as an insert's is. */
 const REEMBED_CHUNK = 10;
 /** Images whose old vectors are deleted per message. */
 const RETIRE_CHUNK = 100;
@@ -30,14 +33,22 @@ const RETIRE_CHUNK = 100;
 /** The reindex cannot go on without the operator: it is recorded as failed, and the application stays where it is. */
 export class ReindexFailed extends Error {}
 
-/** What the reindex's next message should do: go on now, look again after a pause, or nothing (it ended). */
-export type ReindexStep = 'continue' | 'wait' | 'ended';
+/**
+ * What comes after a step: the next, now or after a pause (`wait`: items accepted before the reindex are still
+ * pending; after the switch, so that searches begun on the old model's indexes end before they are emptied), with
+ * the number its message carries; or nothing, when the reindex ended or another chain of steps took over.
+ */
+export type ReindexStep = { next: 'now' | 'wait'; step: number } | { next: 'ended' };
+
+const ENDED: ReindexStep = { next: 'ended' };
+const then = (next: 'now' | 'wait', step: number | null): ReindexStep => (step === null ? ENDED : { next, step });
 
 async function reembed(env: Env, reindex: Reindex, image: ImageToReembed, schema: SchemaField[]): Promise<void> {
+  const stillLive = async () => (await getImagesByIds(env.DB, reindex.appId, [image.id])).size > 0;
   const stored = await env.BLOBS.get(image.blob_key);
   if (!stored) {
     // A version replaced or removed since it was listed has nothing left to embed; a live one must have its bytes.
-    if ((await getImagesByIds(env.DB, reindex.appId, [image.id])).size > 0) throw new ReindexFailed(`The stored image of version ${image.id} is missing.`);
+    if (await stillLive()) throw new ReindexFailed(`The stored image of version ${image.id} is missing.`);
     return;
   }
   const bytes = new Uint8Array(await stored.arrayBuffer());
@@ -49,43 +60,78 @@ async function reembed(env: Env, reindex: Reindex, image: ImageToReembed, schema
     if (error instanceof UndecodableImageError) throw new ReindexFailed(`The stored image of version ${image.id} cannot be read: ${error.message}`);
     throw error;
   }
+  const mismatch = embeddingMismatch(env, reindex.toModel, prediction.embed);
+  if (mismatch) throw new ReindexFailed(mismatch);
   const metadata = vectorMetadata(JSON.parse(image.metadata) as ImageMetadata, schema);
   // The same detector finds the same objects; the version's count bounds the ids its other vectors use.
   const objects = prediction.detect.objects.slice(0, image.object_count);
   await writeEmbedding(env, { id: image.id, appId: reindex.appId, metadata }, { model: reindex.toModel, vector: prediction.embed.vector, objects });
-  await markReembedded(env.DB, image, reindex.toModel);
+  if (await markReembedded(env.DB, image, reindex.toModel)) return;
+  // Retired while it was embedded: what it wrote now is deleted too (the retired version's deletion may have run first).
+  if (!(await stillLive())) await deleteEmbeddings(env, reindex.toModel, [image]);
 }
 
-/** One step of an application's reindex (a queue message's work). Throws what the queue should retry. */
-export async function continueReindex(env: Env, appId: string): Promise<ReindexStep> {
-  const reindex = await getReindex(env.DB, appId);
-  if (!reindex || reindex.state === 'done' || reindex.state === 'failed') return 'ended';
+/** Why an embedding cannot go into `model`'s indexes (another model answered, or EMBED_MODELS has other dimensions). */
+export function embeddingMismatch(env: Env, model: string, embed: { model: string; dim: number }): string | undefined {
+  if (embed.model !== model) return `The inference service answered ${embed.model} for ${model}.`;
+  const { dimensions } = embedModelIndexesOf(env, model);
+  if (embed.dim !== dimensions) return `${model} has ${embed.dim} dimensions; EMBED_MODELS says ${dimensions}.`;
+  return undefined;
+}
+
+/** A 16x16 grey PNG: what the inference service is asked to embed before a reindex relies on a model. */
+const PROBE_IMAGE = Uint8Array.from(
+  atob('iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAIAAACQkWg2AAAAFElEQVR42mNoIBEwjGoY1TB8NQAAJYSAELxv8c8AAAAASUVORK5CYII='),
+  (char) => char.charCodeAt(0),
+);
+
+/**
+ * Why `model` cannot take an application's vectors here, if it cannot: its indexes are not bound, or the inference
+ * service has not loaded it or makes vectors of other dimensions. Checked before a reindex begins, so that a
+ * configuration mistake is answered at once rather than failing its inserts and steps one by one.
+ */
+export async function embedModelProblem(env: Env, model: string): Promise<string | undefined> {
   try {
-    if (reindex.state === 'embedding') {
-      const images = await imagesToReembed(env.DB, appId, reindex.toModel, REEMBED_CHUNK);
-      if (images.length > 0) {
-        const schema = await getSchema(env.DB, appId);
-        await Promise.all(images.map((image) => reembed(env, reindex, image, schema)));
-        await advanceReindex(env.DB, appId);
-        return 'continue';
-      }
-      if (await switchToNewModel(env.DB, reindex)) return 'continue';
-      // Items accepted before the reindex are still pending: their images may be in the old model only.
-      await advanceReindex(env.DB, appId);
-      return 'wait';
-    }
-    const images = await imagesAfter(env.DB, appId, reindex.retireCursor, RETIRE_CHUNK);
-    await deleteEmbeddings(env, reindex.fromModel, images);
+    imageVectors(env, model);
+    objectVectors(env, model);
+  } catch (error) {
+    return String(error instanceof Error ? error.message : error);
+  }
+  try {
+    const { embed } = await inference(env).predict(PROBE_IMAGE, ['embed'], { embedModel: model });
+    return embeddingMismatch(env, model, embed);
+  } catch (error) {
+    if (error instanceof UnknownEmbedModelError) return error.message;
+    throw error;
+  }
+}
+
+/** Step `step` of an application's reindex (a queue message's work). Throws what the queue should retry. */
+export async function continueReindex(env: Env, appId: string, step: number): Promise<ReindexStep> {
+  const reindex = await getReindex(env.DB, appId);
+  if (!reindex || reindex.step !== step || (reindex.state !== 'embedding' && reindex.state !== 'retiring')) return ENDED;
+  if (reindex.state === 'retiring') {
+    const images = await imagesAfter(env.DB, appId, reindex.toModel, reindex.retireCursor, RETIRE_CHUNK);
+    if (reindex.fromModel !== reindex.toModel) await deleteEmbeddings(env, reindex.fromModel, images);
     if (images.length === 0) {
-      await advanceReindex(env.DB, appId, { state: 'done' });
-      return 'ended';
+      await advanceReindex(env.DB, reindex, { done: true });
+      return ENDED;
     }
-    await advanceReindex(env.DB, appId, { retireCursor: images.at(-1)!.id });
-    return 'continue';
+    return then('now', await advanceReindex(env.DB, reindex, { retireCursor: images.at(-1)!.id }));
+  }
+  try {
+    const images = await imagesToReembed(env.DB, appId, reindex.toModel, REEMBED_CHUNK);
+    if (images.length > 0) {
+      const schema = await getSchema(env.DB, appId);
+      await Promise.all(images.map((image) => reembed(env, reindex, image, schema)));
+      return then('now', await advanceReindex(env.DB, reindex));
+    }
+    if (await switchToNewModel(env.DB, reindex)) return { next: 'wait', step: reindex.step + 1 };
+    return then('wait', await advanceReindex(env.DB, reindex));
   } catch (error) {
     if (!(error instanceof ReindexFailed)) throw error;
     console.error(JSON.stringify({ event: 'reindex_failed', appId, error: error.message }));
-    await advanceReindex(env.DB, appId, { state: 'failed', error: error.message });
-    return 'ended';
+    await failReindex(env.DB, appId, error.message);
+    return ENDED;
   }
 }

@@ -6,7 +6,7 @@ import { findStalledItems, pruneRemovals, recordSweep } from '../storage/transac
 import { formatTimestamp } from '../time';
 import { failForGood } from './dead-letters';
 import { MAX_MESSAGES_PER_SEND, sendInsertMessages, sendReindexMessage } from './message';
-import { stalledReindexes } from '../storage/reindexes';
+import { failReindex, resumeReindex, stalledReindexes } from '../storage/reindexes';
 
 /**
  * An item a consumer started this long ago without settling it lost its message (the consumer died with it); so
@@ -41,10 +41,15 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
     await recordSweep(env.DB, chunk);
   }
   if (stalled.length > 0) console.warn(JSON.stringify({ event: 'insert_sweep', resent: resend.length, failed: exhausted.length }));
-  // A reindex whose step message was lost or dead-lettered goes on from its progress in D1.
-  for (const appId of await stalledReindexes(env.DB, before)) {
-    console.warn(JSON.stringify({ event: 'reindex_resumed', appId }));
-    await sendReindexMessage(env.INSERT_QUEUE, appId);
+  // A reindex whose step message was lost or dead-lettered goes on from its progress in D1, unless it keeps stalling.
+  for (const reindex of await stalledReindexes(env.DB, before)) {
+    if (reindex.state === 'embedding' && reindex.resumes >= MAX_SWEEPS) {
+      await failReindex(env.DB, reindex.appId, `No progress over ${MAX_SWEEPS} resumes${reindex.error ? `; the last error: ${reindex.error}` : ''}.`);
+      continue;
+    }
+    const step = await resumeReindex(env.DB, reindex.appId, true);
+    console.warn(JSON.stringify({ event: 'reindex_resumed', appId: reindex.appId, step }));
+    if (step !== null) await sendReindexMessage(env.INSERT_QUEUE, { reindex: reindex.appId, step });
   }
   for (let run = 0; run < RETIRED_RUNS && (await deleteRetiredVersions(env)) > 0; run++);
   await pruneRemovals(env.DB);

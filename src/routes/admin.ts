@@ -9,7 +9,9 @@ import { endpoint } from '../http/middleware';
 import { sendReindexMessage } from '../ingest/message';
 import { createApp, getApp, getSchema, replaceSchema, updateSettings, type AppRecord } from '../storage/apps';
 import { defaultEmbedModel, embedModels, isEmbedModel } from '../storage/embed-models';
-import { getReindex, imagesInModel, startReindex } from '../storage/reindexes';
+import { embedModelProblem } from '../ingest/reindex';
+import { InferenceUnavailableError } from '../ports/inference/types';
+import { getReindex, imagesInModel, resumeReindex, startReindex } from '../storage/reindexes';
 
 const describe = (app: AppRecord) => ({
   app_id: app.id,
@@ -114,6 +116,16 @@ async function describeReindex(env: Env, appId: string) {
   };
 }
 
+async function resumeReindexInto(db: D1Database, app: AppRecord, toModel: string): Promise<number> {
+  const under = await getReindex(db, app.id);
+  const step = under?.toModel === toModel ? await resumeReindex(db, app.id) : null;
+  if (step !== null) return step;
+  if (under?.state === 'embedding' || under?.state === 'retiring') {
+    throw new ApiError(409, `A reindex into ${under.toModel} is under way (${under.state}); ask again once it is done.`);
+  }
+  throw invalidParameter(`embed_model: the application is on ${toModel} already.`);
+}
+
 /**
  * Model upgrades without re-inserting (ingest/reindex.ts): the application's images are embedded again by
  * `embed_model` while its searches keep the current model, then it moves to the new one at once.
@@ -122,16 +134,15 @@ adminRoutes.post('/apps/:app_id/reindex', async (c) => {
   const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
   const { embed_model: toModel } = await readJson(c, reindexBody);
   requireEmbedModel(c.env, toModel);
-  const under = await getReindex(c.env.DB, app.id);
-  const underWay = under !== null && (under.state === 'embedding' || under.state === 'retiring');
-  if (underWay && (under.toModel !== toModel || under.state === 'retiring')) {
-    throw new ApiError(409, `A reindex into ${under.toModel} is under way (${under.state}); ask again once it is done.`);
-  }
-  if (!underWay && app.embedModel === toModel) throw invalidParameter(`embed_model: the application is on ${toModel} already.`);
-  if (!underWay) {
-    await startReindex(c.env.DB, app.id, toModel);
-    await sendReindexMessage(c.env.INSERT_QUEUE, app.id);
-  }
+  const problem = await embedModelProblem(c.env, toModel).catch((error: unknown) => {
+    if (error instanceof InferenceUnavailableError) throw new ApiError(503, `The inference service is unavailable: ${error.message}`);
+    throw error;
+  });
+  if (problem) throw invalidParameter(`embed_model: ${problem}`);
+  const started = await startReindex(c.env.DB, app.id, toModel);
+  // Not begun: one into this model under way goes on with a new chain of steps (the old one stops); else refused.
+  const step = started?.step ?? (await resumeReindexInto(c.env.DB, app, toModel));
+  await sendReindexMessage(c.env.INSERT_QUEUE, { reindex: app.id, step });
   return c.json(await describeReindex(c.env, app.id), 202);
 });
 

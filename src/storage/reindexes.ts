@@ -14,6 +14,11 @@ export type Reindex = {
   fromSeq: number;
   state: ReindexState;
   retireCursor: number;
+  /** The number the next step's message must carry: one of a superseded chain carries an older one and stops. */
+  step: number;
+  /** Sweeps that found it stalled since it last moved. */
+  resumes: number;
+  /** Why it failed, or the last step's error while it runs. */
   error: string | null;
   startedAt: string;
   updatedAt: string;
@@ -27,6 +32,8 @@ type ReindexRow = {
   from_seq: number;
   state: ReindexState;
   retire_cursor: number;
+  step: number;
+  resumes: number;
   error: string | null;
   started_at: string;
   updated_at: string;
@@ -40,6 +47,8 @@ const toReindex = (row: ReindexRow): Reindex => ({
   fromSeq: row.from_seq,
   state: row.state,
   retireCursor: row.retire_cursor,
+  step: row.step,
+  resumes: row.resumes,
   error: row.error,
   startedAt: row.started_at,
   updatedAt: row.updated_at,
@@ -52,25 +61,45 @@ export async function getReindex(db: D1Database, appId: string): Promise<Reindex
 }
 
 /**
- * Begins re-embedding an application from the model it is on into `toModel`, unless a reindex of it is under way
- * (embedding or retiring): then nothing changes. A failed one into the same model resumes where it stopped.
+ * Begins re-embedding an application from the model it is on into `toModel`: the reindex begun, or null when the
+ * application is on that model already or a reindex of it is under way (embedding or retiring). A failed one into
+ * the same model resumes where it stopped.
  */
-export async function startReindex(db: D1Database, appId: string, toModel: string): Promise<void> {
+export async function startReindex(db: D1Database, appId: string, toModel: string): Promise<Reindex | null> {
   const now = formatTimestamp();
-  await db
+  const row = await db
     .prepare(
       `INSERT INTO reindexes (app_id, from_model, to_model, from_seq, state, started_at, updated_at)
        SELECT a.id, a.embed_model, ?2,
-         (SELECT COALESCE(MAX(i.seq), 0) FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id WHERE t.app_id = a.id),
+         (SELECT COALESCE(MAX(i.seq), 0) FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
+          WHERE t.app_id = a.id AND i.state = 'pending'),
          'embedding', ?3, ?3
-       FROM apps a WHERE a.id = ?1
+       FROM apps a WHERE a.id = ?1 AND a.embed_model != ?2
        ON CONFLICT (app_id) DO UPDATE SET
          from_model = excluded.from_model, to_model = excluded.to_model, from_seq = excluded.from_seq, state = 'embedding',
-         retire_cursor = 0, error = NULL, started_at = excluded.started_at, updated_at = excluded.updated_at, finished_at = NULL
-       WHERE reindexes.state IN ('done', 'failed')`,
+         retire_cursor = 0, step = reindexes.step + 1, resumes = 0, error = NULL, started_at = excluded.started_at,
+         updated_at = excluded.updated_at, finished_at = NULL
+       WHERE reindexes.state IN ('done', 'failed')
+       RETURNING *`,
     )
     .bind(appId, toModel, now)
-    .run();
+    .first<ReindexRow>();
+  return row ? toReindex(row) : null;
+}
+
+/**
+ * Makes a new chain of steps the reindex's, superseding any other (the admin API asked again, or the sweeper found it
+ * stalled, `sweep` then counting one more resume): the step number its message must carry, or null when none is under way.
+ */
+export async function resumeReindex(db: D1Database, appId: string, sweep = false): Promise<number | null> {
+  const row = await db
+    .prepare(
+      `UPDATE reindexes SET step = step + 1, resumes = resumes + ?2, updated_at = ?3
+       WHERE app_id = ?1 AND state IN ('embedding', 'retiring') RETURNING step`,
+    )
+    .bind(appId, sweep ? 1 : 0, formatTimestamp())
+    .first<{ step: number }>();
+  return row?.step ?? null;
 }
 
 /** The models a new version of the application's images must be written in: its own, and the one it is moving to. */
@@ -90,7 +119,14 @@ export type ImageToReembed = { id: number; blob_key: string; metadata: string; o
 
 export async function imagesToReembed(db: D1Database, appId: string, toModel: string, limit: number): Promise<ImageToReembed[]> {
   const { results } = await db
-    .prepare('SELECT id, blob_key, metadata, object_count FROM images WHERE app_id = ? AND embed_model != ? ORDER BY id LIMIT ?')
+    // Two ranges of the (app_id, embed_model, id) index rather than `!=`, which would sort the whole application.
+    .prepare(
+      `SELECT id, blob_key, metadata, object_count FROM (
+         SELECT * FROM (SELECT id, blob_key, metadata, object_count FROM images WHERE app_id = ?1 AND embed_model < ?2 ORDER BY embed_model, id LIMIT ?3)
+         UNION ALL
+         SELECT * FROM (SELECT id, blob_key, metadata, object_count FROM images WHERE app_id = ?1 AND embed_model > ?2 ORDER BY embed_model, id LIMIT ?3))
+       LIMIT ?3`,
+    )
     .bind(appId, toModel, limit)
     .all<ImageToReembed>();
   return results;
@@ -98,10 +134,11 @@ export async function imagesToReembed(db: D1Database, appId: string, toModel: st
 
 /**
  * Records that an image's vectors are in `model`, unless its metadata changed since it was read (its vectors were
- * then written with the old metadata: the next pass embeds it again).
+ * then written with the old metadata: the next pass embeds it again) or it was retired meanwhile. Whether it did.
  */
-export async function markReembedded(db: D1Database, image: ImageToReembed, model: string): Promise<void> {
-  await db.prepare('UPDATE images SET embed_model = ? WHERE id = ? AND metadata = ?').bind(model, image.id, image.metadata).run();
+export async function markReembedded(db: D1Database, image: ImageToReembed, model: string): Promise<boolean> {
+  const result = await db.prepare('UPDATE images SET embed_model = ? WHERE id = ? AND metadata = ?').bind(model, image.id, image.metadata).run();
+  return result.meta.changes > 0;
 }
 
 /**
@@ -114,47 +151,70 @@ export async function switchToNewModel(db: D1Database, reindex: Reindex): Promis
   const [, moved] = await db.batch([
     db
       .prepare(
-        `UPDATE apps SET embed_model = ?2 WHERE id = ?1 AND embed_model = ?3
-           AND NOT EXISTS (SELECT 1 FROM images WHERE app_id = ?1 AND embed_model != ?2)
+        `UPDATE apps SET embed_model = ?2 WHERE id = ?1 AND embed_model = ?3 AND ?2 != ?3
+           AND EXISTS (SELECT 1 FROM reindexes WHERE app_id = ?1 AND state = 'embedding' AND step = ?5)
            AND NOT EXISTS (
              SELECT 1 FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
-             WHERE t.app_id = ?1 AND i.state = 'pending' AND i.kind = 'image' AND i.seq <= ?4)`,
+             WHERE t.app_id = ?1 AND i.state = 'pending' AND i.kind = 'image' AND i.seq <= ?4)
+           AND NOT EXISTS (SELECT 1 FROM images WHERE app_id = ?1 AND embed_model < ?2)
+           AND NOT EXISTS (SELECT 1 FROM images WHERE app_id = ?1 AND embed_model > ?2)`,
       )
-      .bind(reindex.appId, reindex.toModel, reindex.fromModel, reindex.fromSeq),
+      .bind(reindex.appId, reindex.toModel, reindex.fromModel, reindex.fromSeq, reindex.step),
     db
       .prepare(
-        `UPDATE reindexes SET state = 'retiring', updated_at = ?3
-         WHERE app_id = ?1 AND state = 'embedding' AND (SELECT embed_model FROM apps WHERE id = ?1) = ?2`,
+        `UPDATE reindexes SET state = 'retiring', step = step + 1, resumes = 0, error = NULL, updated_at = ?3
+         WHERE app_id = ?1 AND state = 'embedding' AND step = ?4 AND (SELECT embed_model FROM apps WHERE id = ?1) = ?2`,
       )
-      .bind(reindex.appId, reindex.toModel, now),
+      .bind(reindex.appId, reindex.toModel, now, reindex.step),
   ]);
   return (moved?.meta.changes ?? 0) > 0;
 }
 
-/** Images of the application after `cursor`, in id order: the old model's vectors of them are deleted next. */
-export async function imagesAfter(db: D1Database, appId: string, cursor: number, limit: number): Promise<{ id: number; object_count: number }[]> {
+/**
+ * Images of the application in `model` (after the switch: all of them) after `cursor`, in id order: the old model's
+ * vectors of them are deleted next.
+ */
+export async function imagesAfter(db: D1Database, appId: string, model: string, cursor: number, limit: number): Promise<{ id: number; object_count: number }[]> {
   const { results } = await db
-    .prepare('SELECT id, object_count FROM images WHERE app_id = ? AND id > ? ORDER BY id LIMIT ?')
-    .bind(appId, cursor, limit)
+    .prepare('SELECT id, object_count FROM images WHERE app_id = ? AND embed_model = ? AND id > ? ORDER BY id LIMIT ?')
+    .bind(appId, model, cursor, limit)
     .all<{ id: number; object_count: number }>();
   return results;
 }
 
-/** Progress: a reindex that moves is touched, so that the sweeper can tell a stalled one. */
+/**
+ * Ends step `step` of the reindex in state `state`: the next step's number, or null when another chain superseded
+ * this one (or it ended meanwhile). Progress resets the resumes and the last error.
+ */
 export async function advanceReindex(
   db: D1Database,
-  appId: string,
-  change: { retireCursor?: number; state?: 'done' | 'failed'; error?: string } = {},
-): Promise<void> {
+  reindex: Pick<Reindex, 'appId' | 'step' | 'state'>,
+  change: { retireCursor?: number; done?: boolean } = {},
+): Promise<number | null> {
+  const row = await db
+    .prepare(
+      `UPDATE reindexes SET step = step + 1, resumes = 0, error = NULL, updated_at = ?4,
+         retire_cursor = COALESCE(?5, retire_cursor),
+         state = CASE WHEN ?6 THEN 'done' ELSE state END, finished_at = CASE WHEN ?6 THEN ?4 ELSE finished_at END
+       WHERE app_id = ?1 AND step = ?2 AND state = ?3 RETURNING step`,
+    )
+    .bind(reindex.appId, reindex.step, reindex.state, formatTimestamp(), change.retireCursor ?? null, change.done ? 1 : 0)
+    .first<{ step: number }>();
+  return row?.step ?? null;
+}
+
+/** Fails a reindex still embedding: the application stays on its model until it is asked again. */
+export async function failReindex(db: D1Database, appId: string, error: string): Promise<void> {
   const now = formatTimestamp();
   await db
-    .prepare(
-      `UPDATE reindexes SET updated_at = ?2, retire_cursor = COALESCE(?3, retire_cursor), state = COALESCE(?4, state),
-         error = COALESCE(?5, error), finished_at = CASE WHEN ?4 IS NULL THEN finished_at ELSE ?2 END
-       WHERE app_id = ?1`,
-    )
-    .bind(appId, now, change.retireCursor ?? null, change.state ?? null, change.error ?? null)
+    .prepare(`UPDATE reindexes SET state = 'failed', error = ?2, updated_at = ?3, finished_at = ?3 WHERE app_id = ?1 AND state = 'embedding'`)
+    .bind(appId, error, now)
     .run();
+}
+
+/** Keeps the error of a step that will be tried again, for the reindex's status and its failure if it never moves. */
+export async function noteReindexError(db: D1Database, appId: string, error: string): Promise<void> {
+  await db.prepare('UPDATE reindexes SET error = ? WHERE app_id = ?').bind(error, appId).run();
 }
 
 /** The images of the application and how many of them are in `model`. */
@@ -166,11 +226,11 @@ export async function imagesInModel(db: D1Database, appId: string, model: string
   return { total: row?.total ?? 0, inModel: row?.in_model ?? 0 };
 }
 
-/** Reindexes under way that have not moved since `before`: their message was lost, the sweeper sends another. */
-export async function stalledReindexes(db: D1Database, before: string): Promise<string[]> {
+/** Reindexes under way that have not moved since `before`: their message was lost or keeps failing. */
+export async function stalledReindexes(db: D1Database, before: string): Promise<Reindex[]> {
   const { results } = await db
-    .prepare(`SELECT app_id FROM reindexes WHERE state IN ('embedding', 'retiring') AND updated_at < ?`)
+    .prepare(`SELECT * FROM reindexes WHERE state IN ('embedding', 'retiring') AND updated_at < ?`)
     .bind(before)
-    .all<{ app_id: string }>();
-  return results.map((row) => row.app_id);
+    .all<ReindexRow>();
+  return results.map(toReindex);
 }

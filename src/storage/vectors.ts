@@ -70,15 +70,25 @@ export async function writeImageVectors(
   ]);
 }
 
+/** An index, and which of an image's vectors it holds: the whole image's, its objects', or both (the colour index). */
+type HeldVectors = { index: VectorIndex; holds: 'image' | 'objects' | 'both' };
+
+const embeddingIndexes = (env: Env, model: string): HeldVectors[] => [
+  { index: imageVectors(env, model), holds: 'image' },
+  { index: objectVectors(env, model), holds: 'objects' },
+];
+
 /** Every index an image's vectors may be in: each model's image and object indexes, and the colour index. */
-function everyIndex(env: Env): { index: VectorIndex; holds: 'image' | 'objects' | 'both' }[] {
-  return [
-    ...[...embedModels(env).keys()].flatMap((model) => [
-      { index: imageVectors(env, model), holds: 'image' as const },
-      { index: objectVectors(env, model), holds: 'objects' as const },
-    ]),
-    { index: colorVectors(env), holds: 'both' as const },
-  ];
+const everyIndex = (env: Env): HeldVectors[] => [
+  ...[...embedModels(env).keys()].flatMap((model) => embeddingIndexes(env, model)),
+  { index: colorVectors(env), holds: 'both' },
+];
+
+/** The ids of the vectors an index holds of some images. */
+function heldIds(holds: HeldVectors['holds'], images: { id: number; object_count: number }[]): string[] {
+  const imageIds = holds === 'objects' ? [] : images.map((image) => String(image.id));
+  const objectIds = holds === 'image' ? [] : images.flatMap((image) => objectVectorIds(image.id, 0, image.object_count));
+  return [...imageIds, ...objectIds];
 }
 
 /**
@@ -86,9 +96,8 @@ function everyIndex(env: Env): { index: VectorIndex; holds: 'image' | 'objects' 
  * its values and the object type: a metadata-only update, with no new embedding.
  */
 export async function replaceVectorMetadata(env: Env, image: { id: number; object_count: number }, metadata: VectorMetadata): Promise<void> {
-  const imageId = String(image.id);
-  const objectIds = objectVectorIds(image.id, 0, image.object_count);
-  const rewrite = async (index: VectorIndex, ids: string[]): Promise<void> => {
+  const rewrite = async ({ index, holds }: HeldVectors): Promise<void> => {
+    const ids = heldIds(holds, [image]);
     if (ids.length === 0) return;
     const records = await index.getByIds(ids);
     if (records.length === 0) return;
@@ -99,16 +108,12 @@ export async function replaceVectorMetadata(env: Env, image: { id: number; objec
       }),
     );
   };
-  await Promise.all(
-    everyIndex(env).map(({ index, holds }) =>
-      rewrite(index, holds === 'image' ? [imageId] : holds === 'objects' ? objectIds : [imageId, ...objectIds]),
-    ),
-  );
+  await Promise.all(everyIndex(env).map(rewrite));
 }
 
 /** Deletes the whole-image and object vectors of images from one model's indexes. */
 export async function deleteEmbeddings(env: Env, model: string, images: { id: number; object_count: number }[]): Promise<void> {
-  await deleteFrom([{ index: imageVectors(env, model), holds: 'image' }, { index: objectVectors(env, model), holds: 'objects' }], images);
+  await deleteFrom(embeddingIndexes(env, model), images);
 }
 
 /** Deletes every vector of images, from every index. */
@@ -116,13 +121,10 @@ export async function deleteImageVectors(env: Env, images: { id: number; object_
   await deleteFrom(everyIndex(env), images);
 }
 
-async function deleteFrom(indexes: { index: VectorIndex; holds: 'image' | 'objects' | 'both' }[], images: { id: number; object_count: number }[]): Promise<void> {
-  if (images.length === 0) return;
-  const imageIds = images.map((image) => String(image.id));
-  const objectIds = images.flatMap((image) => objectVectorIds(image.id, 0, image.object_count));
+async function deleteFrom(indexes: HeldVectors[], images: { id: number; object_count: number }[]): Promise<void> {
   await Promise.all(
     indexes.map(({ index, holds }) => {
-      const ids = holds === 'image' ? imageIds : holds === 'objects' ? objectIds : [...imageIds, ...objectIds];
+      const ids = heldIds(holds, images);
       return ids.length > 0 ? index.deleteByIds(ids) : undefined;
     }),
   );

@@ -112,14 +112,18 @@ describe('reindex', () => {
     const lateTransaction = (await late.json<{ trans_id: number }>()).trans_id;
     const updated = await insert(app, [{ im_name: IMAGES[0]!, brand: 'renamed' }]);
     const updateTransaction = (await updated.json<{ trans_id: number }>()).trans_id;
+    const replaced = await insert(app, [{ im_name: IMAGES[4]!, im_url: fixtureUrl(`/images/${LATE_IMAGES[0]}`), brand: 'acme' }]);
+    const replaceTransaction = (await replaced.json<{ trans_id: number }>()).trans_id;
     const removed = await call('/remove', { method: 'POST', headers: basicAuth(app), body: new URLSearchParams({ 'im_name[0]': IMAGES[1]! }) });
     expect((await removed.json<{ status: string }>()).status).toBe('OK');
 
+    // Searched by name and by their own bytes: the images neither removed nor replaced meanwhile.
+    const steady = IMAGES.filter((_, k) => k !== 1 && k !== 4);
     const searched: string[] = [];
     let done = false;
     const traffic = (async () => {
       for (let round = 0; !done || round < 3; round++) {
-        const name = IMAGES[2 + (round % (IMAGES.length - 2))]!;
+        const name = steady[round % steady.length]!;
         const similar = await search(app, `im_name=${name}&score=true&limit=5`);
         expect(similar.body.status, JSON.stringify(similar.body)).toBe('OK');
         expect(similar.body.result.length).toBeGreaterThan(0);
@@ -136,6 +140,7 @@ describe('reindex', () => {
     expect(searched.length).toBeGreaterThanOrEqual(3);
     expect((await waitForTransaction(app, lateTransaction)).fail_count).toBe(0);
     expect((await waitForTransaction(app, updateTransaction)).fail_count).toBe(0);
+    expect((await waitForTransaction(app, replaceTransaction)).fail_count).toBe(0);
 
     // Moved: recorded, every image in the new model's indexes and none left in the old one's.
     expect(finished.embed_model).toBe(NEW_MODEL);
@@ -152,6 +157,14 @@ describe('reindex', () => {
     const objectIds = images.flatMap((image) => Array.from({ length: image.object_count }, (_, k) => `${image.id}.${k}`));
     expect(await objectVectors(env, NEW_MODEL).getByIds(objectIds)).toHaveLength(objectIds.length);
     expect(await objectVectors(env, OLD_MODEL).getByIds(objectIds)).toEqual([]);
+    // Nothing else of the application is left in either model's image index: no vector of a replaced or removed version.
+    const everything = async (model: string) => {
+      const index = imageVectors(env, model);
+      const probe = Array.from({ length: embedModels(env).get(model)!.dimensions }, (_, i) => (i % 7) - 3);
+      return (await index.query(probe, { topK: index.maxTopK, namespace: app.app_id })).map((match) => match.id).sort();
+    };
+    expect(await everything(NEW_MODEL)).toEqual([...ids].sort());
+    expect(await everything(OLD_MODEL)).toEqual([]);
     // The metadata update reached the new model's vectors.
     const [first] = await imageVectors(env, NEW_MODEL).getByIds([String(images.find((image) => image.im_name === IMAGES[0])!.id)]);
     expect(first!.metadata).toMatchObject({ [vectorMetadataKey('brand')!]: 'renamed' });
@@ -170,11 +183,23 @@ describe('reindex', () => {
     expect(JSON.parse(analysis!.analysis).embedModel).toBe(NEW_MODEL);
   });
 
+  it('asked twice at once, runs once and keeps the new model', async () => {
+    const app = await newCatalog('reindex-twice', IMAGES.slice(0, 4));
+    const answers = await Promise.all([reindex(app, NEW_MODEL), reindex(app, NEW_MODEL)]);
+    expect(answers.map(({ status }) => status)).toEqual([202, 202]);
+    const finished = await waitForReindex(app, 'done');
+    expect(finished).toMatchObject({ embed_model: NEW_MODEL, reindex: { from_model: OLD_MODEL, to_model: NEW_MODEL, images_done: 4 } });
+    const ids = (await liveImages(app)).map((image) => String(image.id));
+    expect(await imageVectors(env, NEW_MODEL).getByIds(ids)).toHaveLength(4);
+    // Asked again once done: it is on that model already.
+    expect((await reindex(app, NEW_MODEL)).status).toBe(400);
+  });
+
   it('resumes an interrupted reindex from its progress', async () => {
     const app = await newCatalog('reindex-resume');
     // Begun with its message lost after one step: the step's images are in the new model, the rest are not.
-    await startReindex(env.DB, app.app_id, NEW_MODEL);
-    expect(await continueReindex(env, app.app_id)).toBe('continue');
+    const started = await startReindex(env.DB, app.app_id, NEW_MODEL);
+    expect(await continueReindex(env, app.app_id, started!.step)).toEqual({ next: 'now', step: started!.step + 1 });
     const halfway = await progress(app);
     expect(halfway.body.reindex).toMatchObject({ state: 'embedding', images_total: IMAGES.length });
     expect(halfway.body.reindex.images_done).toBeGreaterThan(0);
@@ -226,10 +251,12 @@ describe('reindex', () => {
     expect((await reindex(app, 'nope')).status).toBe(400);
     expect((await reindex(app, NEW_MODEL)).status).toBe(400);
     // Under way (its chain of messages not begun): into the same model it goes on, into another it is refused.
-    await startReindex(env.DB, app.app_id, OLD_MODEL);
+    const started = await startReindex(env.DB, app.app_id, OLD_MODEL);
+    expect(started).toMatchObject({ state: 'embedding', toModel: OLD_MODEL });
     expect((await reindex(app, NEW_MODEL)).status).toBe(409);
     expect((await reindex(app, OLD_MODEL)).body.reindex).toMatchObject({ state: 'embedding', to_model: OLD_MODEL });
-    while ((await continueReindex(env, app.app_id)) !== 'ended');
+    // The chain begun by asking again supersedes the one never sent: a step carrying the old number does nothing.
+    expect(await continueReindex(env, app.app_id, started!.step)).toEqual({ next: 'ended' });
     expect((await waitForReindex(app, 'done')).embed_model).toBe(OLD_MODEL);
   });
 });
