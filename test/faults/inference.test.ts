@@ -162,12 +162,17 @@ describe('reindex', () => {
     const app = await createApp('reindex-down-then-up');
     expect((await waitForTransaction(app, await insertImages(app, IMAGES), 60_000)).success_count).toBe(IMAGES.length);
     const [, newModel] = [...embedModels(env).keys()];
+    const ask = () => call(`/admin/apps/${app.app_id}/reindex`, { method: 'POST', headers: adminHeaders, body: JSON.stringify({ embed_model: newModel }) });
+    // The model is checked with the service before a reindex begins: with the service down, nothing begins.
     await fault('inference/stop');
+    expect((await ask()).status).toBe(503);
+    await fault('inference/start');
+    expect((await ask()).status).toBe(202);
+    // Killed as soon as the reindex is at work, with its first step's predictions in flight.
     const before = await predictions();
-    const started = await call(`/admin/apps/${app.app_id}/reindex`, { method: 'POST', headers: adminHeaders, body: JSON.stringify({ embed_model: newModel }) });
-    expect(started.status).toBe(202);
-    while ((await predictions()) === before) await sleep(100); // tried, and failed
-    await sleep(1_000);
+    while ((await predictions()) === before) await sleep(20);
+    await fault('inference/stop');
+    await sleep(1_500);
     await fault('inference/start');
 
     const deadline = Date.now() + 60_000;
