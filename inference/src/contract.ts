@@ -174,10 +174,12 @@ const detectionsField = z.string({ error: DETECTIONS_FORMAT }).transform((text, 
   return failWith(ctx, 'bad_detections', `At "${where || 'detections'}": ${issue?.message ?? 'invalid'}. ${DETECTIONS_FORMAT}`);
 });
 
-const EMBED_MODEL_FORMAT = 'The form field "embed_model" must be an embed model id of 1-200 characters.';
+/** The longest embed model id: the Worker's settings and admin API hold ids to it too. */
+export const MAX_EMBED_MODEL_ID = 200;
+const EMBED_MODEL_FORMAT = `The form field "embed_model" must be an embed model id of 1-${MAX_EMBED_MODEL_ID} characters.`;
 
 /** An embed model's full id; whether the service has it loaded is checked once the form is read. */
-const embedModelField = z.string({ error: EMBED_MODEL_FORMAT }).min(1, { error: EMBED_MODEL_FORMAT }).max(200, { error: EMBED_MODEL_FORMAT });
+const embedModelField = z.string({ error: EMBED_MODEL_FORMAT }).min(1, { error: EMBED_MODEL_FORMAT }).max(MAX_EMBED_MODEL_ID, { error: EMBED_MODEL_FORMAT });
 
 /**
  * The form of `POST /predict`: `image` a file, `tasks`, and optionally `box`, `detections` (with detect only) and

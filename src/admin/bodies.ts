@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_EMBED_MODEL_ID } from '../../inference/src/contract';
 import { FIELD_TYPES } from '../storage/apps';
 
 // The admin API's path parameter and JSON bodies (docs/decisions.md): its routes (routes/admin.ts) check them,
@@ -9,7 +10,7 @@ const FIELD_NAME = /^[A-Za-z0-9_\-.:]{1,64}$/;
 
 export const APP_PATH = { app_id: z.string().meta({ description: 'The `app_id` that `POST /admin/apps` answered.' }) };
 
-const embedModel = z.string().min(1).max(200).meta({ description: 'An embedding model id of the EMBED_MODELS setting.' });
+const embedModel = z.string().min(1).max(MAX_EMBED_MODEL_ID).meta({ description: 'An embedding model id of the EMBED_MODELS setting.' });
 export const createAppBody = z.object({
   name: z.string().trim().min(1).max(200),
   embed_model: embedModel.optional().meta({ description: 'The model the application is put on: EMBED_MODEL by default.' }),

@@ -93,8 +93,7 @@ adminRoutes.put('/apps/:app_id/schema', async (c) => {
 });
 
 /** An application's latest reindex as the admin API answers it; 404 when it never had one. */
-async function describeReindex(env: Env, appId: string) {
-  const app = await appOrNotFound(env.DB, appId);
+async function describeReindex(env: Env, app: AppRecord) {
   const reindex = await getReindex(env.DB, app.id);
   if (!reindex) throw new ApiError(404, 'The application has never been reindexed.');
   const { total, inModel } = await imagesInModel(env.DB, app.id, reindex.toModel);
@@ -143,7 +142,7 @@ adminRoutes.post('/apps/:app_id/reindex', async (c) => {
   // Not begun: one into this model under way goes on with a new chain of steps (the old one stops); else refused.
   const step = started?.step ?? (await resumeReindexInto(c.env.DB, app, toModel));
   await sendReindexMessage(c.env.INSERT_QUEUE, { reindex: app.id, step });
-  return c.json(await describeReindex(c.env, app.id), 202);
+  return c.json(await describeReindex(c.env, app), 202);
 });
 
-adminRoutes.get('/apps/:app_id/reindex', async (c) => c.json(await describeReindex(c.env, c.req.param('app_id'))));
+adminRoutes.get('/apps/:app_id/reindex', async (c) => c.json(await describeReindex(c.env, await appOrNotFound(c.env.DB, c.req.param('app_id')))));

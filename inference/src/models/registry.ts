@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { PriorityGate } from '../priority.ts';
 import { BatchedSession } from '../runtime/batched-session.ts';
-import type { ModelSource, Runtime } from '../runtime/runtime.ts';
+import type { InferenceSession, ModelSource, Runtime } from '../runtime/runtime.ts';
 import { loadColorsTask, type ColorsTask } from './colors/colors-task.ts';
 import { CENTERNET_SOURCE } from './detect/centernet.ts';
 import { DETECTOR_NAMES, loadDetectTask, POSE_NAMES, type DetectorName, type DetectTask, type PoseName } from './detect/detect-task.ts';
@@ -69,11 +69,18 @@ export async function loadModels(runtime: Runtime, modelSet: ModelSet): Promise<
     description: runtime.description,
     load: async (source) => new BatchedSession(await runtime.load(source), maxBatch, gate, maxBulkBatch),
   });
-  // Each embedder loads sessions of its own, batched apart from the other's.
+  // A network several embedders run (MobileNetV2) is loaded once: one copy in memory, and their calls batch together.
+  const embedNetworks = scheduled(modelSet.maxBatch, modelSet.maxBulkBatch);
+  const loaded = new Map<string, Promise<InferenceSession>>();
+  const sharedNetworks: Runtime = {
+    description: embedNetworks.description,
+    load: (source) => {
+      if (!loaded.has(source.name)) loaded.set(source.name, embedNetworks.load(source));
+      return loaded.get(source.name)!;
+    },
+  };
   const embedders: Embedder[] = [];
-  for (const name of modelSet.embedders) {
-    embedders.push(await loadEmbedder(scheduled(modelSet.maxBatch, modelSet.maxBulkBatch), EMBEDDER_SPECS[name]));
-  }
+  for (const name of modelSet.embedders) embedders.push(await loadEmbedder(sharedNetworks, EMBEDDER_SPECS[name]));
   return {
     embed: new EmbedderSet(embedders),
     detect: await loadDetectTask(scheduled(1), modelSet.labelMapFile, modelSet),
