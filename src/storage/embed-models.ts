@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { MAX_EMBED_MODEL_ID } from '../../inference/src/contract';
 
 /**
  * Where one embedding model's vectors live: its whole-image and object indexes (the local index's names, or the
@@ -16,7 +15,7 @@ export type EmbedModelIndexes = z.infer<typeof embedModelIndexes>;
 /** The two settings of wrangler.toml this reads (Env's, given alone so that scripts read them too). */
 type EmbedModelSettings = { EMBED_MODELS: string; EMBED_MODEL: string };
 
-const embedModelsConfig = z.record(z.string().min(1).max(MAX_EMBED_MODEL_ID), embedModelIndexes);
+const embedModelsConfig = z.record(z.string().min(1), embedModelIndexes);
 
 /** The EMBED_MODELS setting read (also by scripts/setup-vectorize.ts); a malformed one throws. */
 export const parseEmbedModels = (json: string): ReadonlyMap<string, EmbedModelIndexes> =>
