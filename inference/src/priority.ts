@@ -37,7 +37,7 @@ export async function serve<T>(priority: Priority, job: () => Promise<T>): Promi
   }
 }
 
-type Waiter = { priority: () => Priority; start: (as: Priority) => void };
+type Waiter = { priority: Priority; start: () => void };
 
 /** Runs at most `slots` jobs at once, at most `bulkSlots` of them bulk, by the rules above. */
 export class PriorityGate {
@@ -55,22 +55,17 @@ export class PriorityGate {
     gates.add(this);
   }
 
-  /**
-   * Runs `job` once a slot is free and it is `job`'s turn, as work of the caller's class or of `priority`, which is
-   * asked again at each hand-over: a waiter that batches calls (BatchedSession) becomes interactive when an
-   * interactive call joins it.
-   */
-  async run<T>(job: () => Promise<T>, priority?: () => Priority): Promise<T> {
-    const caller = currentPriority();
-    const started = await new Promise<Priority>((start) => {
-      this.#waiting.push({ priority: priority ?? (() => caller), start });
+  /** Runs `job` once a slot is free and it is `job`'s turn, as work of `priority` (by default the caller's class). */
+  async run<T>(job: () => Promise<T>, priority: Priority = currentPriority()): Promise<T> {
+    await new Promise<void>((start) => {
+      this.#waiting.push({ priority, start });
       this.startWaiting();
     });
     try {
       return await job();
     } finally {
       this.#running--;
-      if (started === 'bulk') this.#runningBulk--;
+      if (priority === 'bulk') this.#runningBulk--;
       this.startWaiting();
     }
   }
@@ -81,9 +76,9 @@ export class PriorityGate {
    */
   startWaiting(): void {
     while (this.#running < this.#slots && this.#waiting.length > 0) {
-      const interactive = this.#waiting.findIndex((waiter) => waiter.priority() === 'interactive');
+      const interactive = this.#waiting.findIndex((waiter) => waiter.priority === 'interactive');
       if (interactive >= 0) {
-        this.#start(interactive, 'interactive');
+        this.#start(interactive);
         continue;
       }
       if (this.#runningBulk >= this.#bulkSlots) return;
@@ -97,15 +92,16 @@ export class PriorityGate {
         return;
       }
       this.#lastBulkStart = performance.now();
-      this.#start(0, 'bulk');
+      this.#start(0);
     }
   }
 
-  #start(index: number, as: Priority): void {
+  #start(index: number): void {
     const [next] = this.#waiting.splice(index, 1);
+    const as = next!.priority;
     this.#running++;
     if (as === 'bulk') this.#runningBulk++;
-    next!.start(as);
+    next!.start();
   }
 }
 

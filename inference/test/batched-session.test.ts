@@ -144,8 +144,30 @@ describe('BatchedSession through a PriorityGate', () => {
     assert.deepEqual(session.batchSizes, [1, 3, 3, 1]);
   });
 
-  test('a waiting batch becomes interactive when an interactive call joins it', async () => {
-    const order = await embedAndDetect((embed) => interactive(embed, 5).then(() => 'embed:5')); // joins the embed waiter: it goes first, with this call alone
-    assert.deepEqual(order, ['detect:1', 'embed:5', 'detect:2', 'embed:3']);
+  test('an interactive call waits at the gate apart from the bulk calls of its session', async () => {
+    const order = await embedAndDetect((embed) => interactive(embed, 5).then(() => 'embed:5')); // goes before embed 3, alone
+    assert.deepEqual(order, ['detect:1', 'embed:5', 'embed:3', 'detect:2']);
+  });
+
+  test('an interactive batch runs beside a bulk batch of its own session under way, where the gate has a slot', async () => {
+    const runs: string[] = [];
+    let releaseBulk!: () => void;
+    const held = new Promise<void>((resolve) => (releaseBulk = resolve));
+    const engine: InferenceSession = {
+      async run(input) {
+        const name = `${input.data[0]}`;
+        runs.push(`start ${name}`);
+        if (name === '1') await held;
+        runs.push(`end ${name}`);
+        return new Map([['sum', { data: Float32Array.of(input.data[0]!), shape: [1, 1] }]]);
+      },
+    };
+    const session = new BatchedSession(engine, 8, new PriorityGate(2, 1));
+    const bulkRun = bulk(session, 1);
+    await tick();
+    await interactive(session, 100);
+    releaseBulk();
+    await bulkRun;
+    assert.deepEqual(runs, ['start 1', 'start 100', 'end 100', 'end 1']);
   });
 });

@@ -4,20 +4,21 @@ import type { Float32Tensor, InferenceSession } from './runtime.ts';
 
 /**
  * Schedules and batches the single-image runs of one session. Runs go through the service's one PriorityGate, so
- * that the engine runs one thing at a time and interactive work first. While a batch waits for the gate or runs,
- * new calls queue; when the gate lets the queue go, its calls of one class, interactive first, go as one batch of
- * up to `maxBatch`, never mixed, so that an interactive row never waits for bulk rows to run. A lone call runs at
- * once, so batching adds no waiting; under load, the engine sees fewer, larger runs (on a GPU, nearly free rows).
- * With `maxBatch` above 1 the session must take a batch of any size along the first dimension and answer one row
- * per input in its outputs' first dimension; calls must agree on the input's shape and the output names.
+ * that interactive work goes first. Each class waits at the gate apart: calls of one class queue while a batch of
+ * theirs waits or runs, and go as one batch of up to that class's cap when the gate lets them. Classes never mix in
+ * a batch, so an interactive row never waits for bulk rows to run; nor does it wait for a bulk batch of the same
+ * session under way, when the gate has a slot for it (the runtime runs each class apart: onnxruntime.ts). A lone
+ * call runs at once, so batching adds no waiting; under load, the engine sees fewer, larger runs (on a GPU, nearly
+ * free rows). With a cap above 1 the session must take a batch of any size along the first dimension and answer one
+ * row per input in its outputs' first dimension; calls must agree on the input's shape and the output names.
  */
 export class BatchedSession implements InferenceSession {
   readonly #session: InferenceSession;
   readonly #maxBatch: Readonly<Record<Priority, number>>;
   readonly #gate: PriorityGate;
-  #queue: Pending[] = [];
-  /** Whether the queue has a job at the gate, waiting or running. */
-  #scheduled = false;
+  readonly #queues: Record<Priority, Pending[]> = { interactive: [], bulk: [] };
+  /** Whether a class's queue has a job at the gate, waiting or running. */
+  readonly #scheduled: Record<Priority, boolean> = { interactive: false, bulk: false };
   /** Sizes of the batches run so far, for measurements and tests. */
   readonly batchSizes: number[] = [];
 
@@ -32,42 +33,39 @@ export class BatchedSession implements InferenceSession {
 
   run(input: Float32Tensor, outputNames: readonly string[]): Promise<Map<string, Float32Tensor>> {
     if (input.shape[0] !== 1) throw new Error(`BatchedSession takes one input at a time, got a batch of ${input.shape[0]}`);
+    const priority = currentPriority();
     return new Promise((resolve, reject) => {
-      this.#queue.push({ input, outputNames, priority: currentPriority(), resolve, reject });
-      if (!this.#scheduled) {
-        this.#scheduled = true;
-        this.#schedule();
-      } else this.#gate.startWaiting(); // the queue's waiter may just have become interactive
+      this.#queues[priority].push({ input, outputNames, resolve, reject });
+      if (!this.#scheduled[priority]) {
+        this.#scheduled[priority] = true;
+        this.#schedule(priority);
+      }
     });
   }
 
-  /** The class the queue waits as: interactive as soon as one interactive call is in it. */
-  readonly #waitingAs = (): Priority => (this.#queue.some((pending) => pending.priority === 'interactive') ? 'interactive' : 'bulk');
-
   /**
-   * Waits for the gate, runs the next batch and, with calls left, waits again: that wait is taken while the gate is
-   * still held, so that the gate picks the next job among every waiter, this queue's left calls included.
+   * Waits for the gate, runs the class's next batch and, with calls left, waits again: that wait is taken while the
+   * gate is still held, so that the gate picks the next job among every waiter, this queue's left calls included.
    */
-  #schedule(): void {
+  #schedule(priority: Priority): void {
     void this.#gate.run(async () => {
-      await this.#runNextBatch(this.#waitingAs());
-      if (this.#queue.length > 0) this.#schedule();
-      else this.#scheduled = false;
-    }, this.#waitingAs);
+      await this.#runNextBatch(priority);
+      if (this.#queues[priority].length > 0) this.#schedule(priority);
+      else this.#scheduled[priority] = false;
+    }, priority);
   }
 
   async #runNextBatch(priority: Priority): Promise<void> {
-    const first = this.#queue.find((pending) => pending.priority === priority)!;
-    // Only calls of one class, shape and outputs share a run; any other waits for the next batch.
+    const queue = this.#queues[priority];
+    const first = queue[0]!;
+    // Only calls of one shape and outputs share a run; any other waits for the next batch.
     const batch: Pending[] = [];
     const rest: Pending[] = [];
-    for (const pending of this.#queue) {
-      (batch.length < this.#maxBatch[priority] && pending.priority === priority && sameCall(pending, first) ? batch : rest).push(pending);
-    }
-    this.#queue = rest;
+    for (const pending of queue) (batch.length < this.#maxBatch[priority] && sameCall(pending, first) ? batch : rest).push(pending);
+    this.#queues[priority] = rest;
     this.batchSizes.push(batch.length);
     try {
-      // As work of the batch's class, whoever's call started the queue: the runtime may run each class apart.
+      // As work of the batch's class, whoever's call started the queue: the runtime runs each class apart.
       const outputs = await withPriority(priority, () => this.#session.run(stack(batch.map((pending) => pending.input)), first.outputNames));
       batch.forEach((pending, row) => pending.resolve(rowOf(outputs, row, batch.length)));
     } catch (error) {
@@ -78,7 +76,6 @@ export class BatchedSession implements InferenceSession {
 
 type Pending = {
   input: Float32Tensor;
-  priority: Priority;
   outputNames: readonly string[];
   resolve: (outputs: Map<string, Float32Tensor>) => void;
   reject: (error: unknown) => void;
