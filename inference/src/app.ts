@@ -125,13 +125,18 @@ async function readBody(request: Request, held: BytesHeld): Promise<Uint8Array> 
   held.take(declared);
   const chunks: Uint8Array[] = [];
   let size = 0;
-  if (request.body) {
+  if (!request.body) return new Uint8Array();
+  try {
     for await (const chunk of request.body) {
       size += chunk.byteLength;
       if (size > MAX_BODY_BYTES) throw tooLarge();
       if (size > declared) held.take(Math.min(chunk.byteLength, size - declared));
       chunks.push(chunk);
     }
+  } catch (error) {
+    if (error instanceof ApiError) throw error;
+    // The client went away mid-body: a fault of the request, not of the service (and nobody is left to answer).
+    throw new ApiError(400, 'incomplete_body', 'The connection closed before the whole body arrived.');
   }
   return Buffer.concat(chunks);
 }

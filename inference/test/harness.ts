@@ -36,15 +36,21 @@ export type RunningServer = {
 
 /**
  * Spawns the service on a free port and resolves with its URL as soon as it
- * listens (models may still load). `env` adds to the environment, e.g.
- * DETECTOR_LABELS.
+ * listens (models may still load), and what it has written to stderr so far.
+ * `env` adds to the environment, e.g. DETECTOR_LABELS.
  */
-export async function launchServer(env: Record<string, string> = {}): Promise<{ child: ChildProcess; baseUrl: string }> {
+export async function launchServer(env: Record<string, string> = {}): Promise<{ child: ChildProcess; baseUrl: string; errorOutput: () => string }> {
   const child = spawn(process.execPath, [SERVER], {
     env: { ...process.env, ...env, INFERENCE_PORT: '0', INFERENCE_HOST: '127.0.0.1' },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  return { child, baseUrl: await listeningUrl(child) };
+  // Shown as it comes, and kept for tests of what the service logs.
+  let errorOutput = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    errorOutput += chunk;
+    process.stderr.write(chunk);
+  });
+  return { child, baseUrl: await listeningUrl(child), errorOutput: () => errorOutput };
 }
 
 /** Runs the service with a setting that must stop it at start: its exit code and everything it printed. */

@@ -4,7 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
@@ -20,6 +22,7 @@ const EMBED_MODELS = EMBEDDERS.map(({ modelId }) => modelId);
 
 let server: ChildProcess;
 let baseUrl: string;
+let errorOutput: () => string;
 const first: { health?: { status: number; body: unknown }; ready?: { status: number; body: unknown } } = {};
 const probe = async (path: string) => {
   const response = await fetch(`${baseUrl}${path}`);
@@ -27,7 +30,7 @@ const probe = async (path: string) => {
 };
 
 before(async () => {
-  ({ child: server, baseUrl } = await launchServer());
+  ({ child: server, baseUrl, errorOutput } = await launchServer());
   [first.health, first.ready] = await Promise.all([probe('/health'), probe('/ready')]);
   await waitUntilHealthy(baseUrl);
 });
@@ -210,6 +213,19 @@ describe('POST /predict errors', () => {
     const { status, body } = await post(form);
     assert.equal(status, 413);
     assert.equal(body.error.code, 'payload_too_large');
+  });
+
+  test('a client that hangs up mid-body is not logged as a failure of the service', async () => {
+    const before = errorOutput().length;
+    const { hostname, port } = new URL(baseUrl);
+    const socket = connect(Number(port), hostname);
+    await once(socket, 'connect');
+    socket.write(`POST /predict HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: multipart/form-data; boundary=x\r\ncontent-length: 100000\r\n\r\n--x\r\n`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    socket.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(errorOutput().slice(before), '');
+    assert.equal((await fetch(`${baseUrl}/health`)).status, 200);
   });
 
   test('GET /predict: 405 method_not_allowed', async () => {
