@@ -59,8 +59,8 @@ export interface Variables extends TimingVariables {
   failureFields: FailureFields | undefined;
   /** Whether failures are answered with their HTTP status rather than 200 (admin API, console image). */
   httpStatuses: boolean;
-  /** The failure's message, for the request log. */
-  failure: string;
+  /** The failure's message, for the request log; unset while the request has not failed. */
+  failure: string | undefined;
   params: RequestParams;
   /** The most bytes this endpoint's body may have. */
   maxBodyBytes: number;

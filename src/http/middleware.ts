@@ -65,13 +65,20 @@ export const endpoint = (method: string, options: EndpointOptions = {}) =>
   });
 
 /**
- * A failed answer a route builds itself, because it carries more than one error (an insert or remove whose every
- * image was refused): logged like a thrown failure, with its first message.
+ * A failed answer with more than one error (an insert or remove whose every image was refused), in the same
+ * envelope as a thrown failure and logged like one, with its first message.
  */
-export function failedWith(c: Context<AppEnv>, body: { status: 'fail'; error: ErrorEntry[] } & Record<string, unknown>): Response {
-  const [first] = body.error;
+export function failedWith(c: Context<AppEnv>, error: ErrorEntry[]): Response {
+  const [first] = error;
   c.set('failure', typeof first === 'string' ? first : (first?.error_message ?? ''));
-  return c.json(body);
+  return c.json(failureBody(c, error));
+}
+
+/** The spec's failure envelope of the endpoint under way: its method, the errors and the fields its failures carry. */
+function failureBody(c: Context<AppEnv>, error: ErrorEntry[]) {
+  // The parameters may be what failed to read; the failure's fields then take their defaults.
+  const params = c.get('params') as RequestParams | undefined;
+  return { status: 'fail', method: c.var.method, error, ...c.var.failureFields?.(params, c.var.reqid) };
 }
 
 /** Every failure leaves in the spec's envelope; anything unexpected is logged and reported as a system error. */
@@ -83,17 +90,7 @@ export const onError: ErrorHandler<AppEnv> = (error, c) => {
   c.set('failure', apiError.message);
   const retryAfter = apiError.retryAfterSeconds;
   if (retryAfter !== undefined) c.header('Retry-After', String(retryAfter));
-  // The parameters may be what failed to read; the failure's fields then take their defaults.
-  const params = c.get('params') as RequestParams | undefined;
-  return c.json(
-    {
-      status: 'fail',
-      method: c.var.method,
-      error: [apiError.entry()],
-      ...c.var.failureFields?.(params, c.var.reqid),
-    },
-    c.var.httpStatuses ? apiError.httpStatus : 200,
-  );
+  return c.json(failureBody(c, [apiError.entry()]), c.var.httpStatuses ? apiError.httpStatus : 200);
 };
 
 /** A path no endpoint has: no client of the API calls it, so it is answered as HTTP says. */

@@ -47,7 +47,7 @@ dataRoutes.post('/insert', insertEndpoint, authenticate({ allowAppKey: false }),
   const updates = parsed.accepted.filter((item) => item.imUrl === null).map((item) => item.imName);
   const { accepted, rejected } = resolveMetadataUpdates(parsed, await existingNames(c.env.DB, app.id, updates));
   if (accepted.length === 0) {
-    return failedWith(c, { status: 'fail', method: 'insert', ...nothingDone(), error: [...rejected, dataErrorEntry(DATA_ERRORS.noImageInserted)] });
+    return failedWith(c, [...rejected, dataErrorEntry(DATA_ERRORS.noImageInserted)]);
   }
   await checkLimits(c.env.DB, app, accepted.map((item) => item.imName));
   const transId = await createTransaction(c.env.DB, app.id, accepted);
@@ -107,6 +107,6 @@ dataRoutes.post('/remove', endpoint('remove', { failureFields: nothingDone }), a
     seen.add(item.imName);
     return found ? [] : [dataErrorEntry(DATA_ERRORS.imageNotFound, { index: item.index, im_name: item.imName })];
   });
-  if (removedNames.size === 0) return failedWith(c, { status: 'fail', method: 'remove', ...nothingDone(), error });
+  if (removedNames.size === 0) return failedWith(c, error);
   return c.json({ status: error.length > 0 ? 'warning' : 'OK', method: 'remove', total: removedNames.size, result: [], error });
 });
