@@ -236,13 +236,20 @@ function meanSteps(samples: Timed[]): Record<string, number> {
   return Object.fromEntries(Object.entries(sums).map(([name, sum]) => [name, sum / samples.length]));
 }
 
+/** Upload-search latency during an ingest against idle, at the median and the 95th percentile. */
+type RatiosToIdle = { p50Ratio: number; p95Ratio: number };
+
+const ratiosToIdle = (during: Latency, idle: Latency): RatiosToIdle => ({ p50Ratio: during.p50 / idle.p50, p95Ratio: during.p95 / idle.p95 });
+
+const ratiosText = ({ p50Ratio, p95Ratio }: RatiosToIdle): string => `${p50Ratio.toFixed(2)}x / ${p95Ratio.toFixed(2)}x`;
+
 type Contention = {
   queryImage: string;
   raw: Latency;
   idle: Latency & { steps: Record<string, number> };
   duringIngest: Latency & { steps: Record<string, number> };
   /** Each ingest searched during: the idle p50 before and after it, and its own ratios to that idle. */
-  ingestRounds: { idleP50: [number, number]; p50Ratio: number; p95Ratio: number }[];
+  ingestRounds: ({ idleP50: [number, number] } & RatiosToIdle)[];
   insertWhileSearching: { images: number; seconds: number; imagesPerSecond: number; searches: number };
   insertAtSteadySearches: InsertThroughput & { searches: Latency };
 };
@@ -273,12 +280,12 @@ async function measureContention(stack: LocalStack, admin: AdminConfig, auth: Au
     console.log('... raw and idle again...');
     rounds.push({ idle: [before, await sampleIdle()], during });
   }
-  const latency = (samples: Timed[]) => ({ ...latencyOf(samples.map(({ ms }) => ms)), steps: meanSteps(samples) });
-  const ingestRounds = rounds.map(({ idle, during }) => {
-    const [idleBoth, duringLatency] = [latency(idle.flat()), latency(during)];
-    const idleP50 = idle.map((half) => latency(half).p50) as [number, number];
-    return { idleP50, p50Ratio: duringLatency.p50 / idleBoth.p50, p95Ratio: duringLatency.p95 / idleBoth.p95 };
-  });
+  const durations = (samples: Timed[]): number[] => samples.map(({ ms }) => ms);
+  const latency = (samples: Timed[]) => ({ ...latencyOf(durations(samples)), steps: meanSteps(samples) });
+  const ingestRounds = rounds.map(({ idle, during }) => ({
+    idleP50: idle.map((half) => latencyOf(durations(half)).p50) as [number, number],
+    ...ratiosToIdle(latencyOf(durations(during)), latencyOf(durations(idle.flat()))),
+  }));
   console.log(`... and inserts while two clients search back to back for ${SEARCH_PRESSURE_SECONDS} s...`);
   const searchedApp = await createApplication(admin, 'bench-searched');
   const pressureStarted = performance.now();
@@ -294,7 +301,7 @@ async function measureContention(stack: LocalStack, admin: AdminConfig, auth: Au
   const steadySearches = await atSteadyRate(STEADY_SEARCHES_PER_SECOND, steady, () => uploadSearch(stack, auth, query));
   return {
     queryImage: CONTENTION_QUERY,
-    raw: latencyOf(rawSamples.map(({ ms }) => ms)),
+    raw: latencyOf(durations(rawSamples)),
     idle: latency(rounds.flatMap(({ idle }) => idle.flat())),
     duringIngest: latency(rounds.flatMap(({ during }) => during)),
     ingestRounds,
@@ -396,8 +403,7 @@ async function main(): Promise<void> {
       .filter(([name]) => name !== 'total')
       .map(([name, value]) => `${name} ${value.toFixed(0)}`)
       .join(', ');
-  const p50Ratio = duringIngest.p50 / idle.p50;
-  const p95Ratio = duringIngest.p95 / idle.p95;
+  const pooled = ratiosToIdle(duringIngest, idle);
   rows.push([`raw embed,detect of ${contention.queryImage}, idle (p50 / p95)`, `${ms(contention.raw.p50)} / ${ms(contention.raw.p95)}`, '']);
   rows.push([
     '/uploadsearch idle (p50 / p95; Worker steps, mean ms; p50 before / after each ingest)',
@@ -406,10 +412,10 @@ async function main(): Promise<void> {
   ]);
   rows.push([
     `/uploadsearch during a ${insert.images}-image ingest (p50 / p95; ratio to idle${ingestRounds.length > 1 ? `; each of ${ingestRounds.length} ingests` : ''})`,
-    `${ms(duringIngest.p50)} / ${ms(duringIngest.p95)} (${duringIngest.requests} searches); ${p50Ratio.toFixed(2)}x / ${p95Ratio.toFixed(2)}x${
-      ingestRounds.length > 1 ? `; ${ingestRounds.map((round) => `${round.p50Ratio.toFixed(2)}x / ${round.p95Ratio.toFixed(2)}x`).join(', ')}` : ''
+    `${ms(duringIngest.p50)} / ${ms(duringIngest.p95)} (${duringIngest.requests} searches); ${ratiosText(pooled)}${
+      ingestRounds.length > 1 ? `; ${ingestRounds.map(ratiosText).join(', ')}` : ''
     }`,
-    `<= ${DURING_INGEST_P50_RATIO}x / ${DURING_INGEST_P95_RATIO}x: ${meets(p50Ratio <= DURING_INGEST_P50_RATIO && p95Ratio <= DURING_INGEST_P95_RATIO)}`,
+    `<= ${DURING_INGEST_P50_RATIO}x / ${DURING_INGEST_P95_RATIO}x: ${meets(pooled.p50Ratio <= DURING_INGEST_P50_RATIO && pooled.p95Ratio <= DURING_INGEST_P95_RATIO)}`,
   ]);
   const searchingRatio = insertWhileSearching.imagesPerSecond / insert.imagesPerSecond;
   rows.push([
