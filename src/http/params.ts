@@ -21,10 +21,17 @@ export type BodyLimits = { maxBytes: number; unauthenticated?: boolean };
 
 const FORM_TYPES = ['multipart/form-data', 'application/x-www-form-urlencoded'];
 
-const bodyTooLarge = (maxBytes: number, unauthenticated = false): ApiError =>
-  unauthenticated && maxBytes < 1024 * 1024
-    ? new ApiError(413, `A request without credentials in a header or the query string may send at most ${maxBytes / 1024}KB of urlencoded parameters.`)
-    : new ApiError(413, `The request body exceeds the ${Math.floor(maxBytes / (1024 * 1024))}MB limit.`);
+/** The body limit a request is held to, and the error that says it was passed. */
+type BodyCap = { maxBytes: number; tooLarge: () => ApiError };
+
+function bodyCap(form: string, { maxBytes, unauthenticated }: BodyLimits): BodyCap {
+  if (unauthenticated && form === 'application/x-www-form-urlencoded') {
+    const cap = UNAUTHENTICATED_BODY.maxUrlencodedBytes;
+    const message = `A request without credentials in a header or the query string may send at most ${cap / 1024}KB of urlencoded parameters.`;
+    return { maxBytes: cap, tooLarge: () => new ApiError(413, message) };
+  }
+  return { maxBytes, tooLarge: () => new ApiError(413, `The request body exceeds the ${Math.floor(maxBytes / (1024 * 1024))}MB limit.`) };
+}
 
 function addTo(values: Map<string, ParamValue[]>, name: string, value: ParamValue): void {
   const list = values.get(name);
@@ -51,11 +58,11 @@ function partCount(bytes: Uint8Array, type: string): number {
 }
 
 /** The whole body, refused when its `content-length` says too much, or as soon as too much has come. */
-async function readBody(request: Request, maxBytes: number, unauthenticated?: boolean): Promise<Uint8Array> {
+async function readBody(request: Request, cap: BodyCap): Promise<Uint8Array> {
   try {
-    return await readCapped(request, maxBytes);
+    return await readCapped(request, cap.maxBytes);
   } catch (error) {
-    if (error instanceof BodyTooLarge) throw bodyTooLarge(maxBytes, unauthenticated);
+    if (error instanceof BodyTooLarge) throw cap.tooLarge();
     throw invalidParameter('The request body could not be read.');
   }
 }
@@ -90,9 +97,7 @@ export class RequestParams {
     const form = FORM_TYPES.find((candidate) => type.toLowerCase().startsWith(candidate));
     if (!request.body || !form) return new RequestParams(values);
 
-    const maxBytes =
-      limits.unauthenticated && form === 'application/x-www-form-urlencoded' ? UNAUTHENTICATED_BODY.maxUrlencodedBytes : limits.maxBytes;
-    const body = await readBody(request, maxBytes, limits.unauthenticated);
+    const body = await readBody(request, bodyCap(form, limits));
     if (limits.unauthenticated && form === 'multipart/form-data' && partCount(body, type) > UNAUTHENTICATED_BODY.maxParts) {
       throw invalidParameter(`A request without credentials in a header or the query string may send at most ${UNAUTHENTICATED_BODY.maxParts} form parts.`);
     }
