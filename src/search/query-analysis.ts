@@ -37,12 +37,41 @@ const queryAnalysis = z.object({
 export type QueryAnalysis = z.infer<typeof queryAnalysis>;
 
 /**
+ * An embedding as kept: the bytes of its float32 values (little-endian, as on every Workers host) in base64, about a
+ * quarter of the size of its JSON numbers (an analysis with 30 objects: 77 KB of D1 row instead of 285 KB). The
+ * service's embeddings are float32 values, so they come back exactly.
+ */
+function packEmbedding(embedding: number[]): string {
+  let binary = '';
+  for (const byte of new Uint8Array(Float32Array.from(embedding).buffer)) binary += String.fromCharCode(byte);
+  return btoa(binary);
+}
+
+const unpackEmbedding = (packed: string): number[] => Array.from(new Float32Array(Uint8Array.from(atob(packed), (char) => char.charCodeAt(0)).buffer));
+
+const packedEmbedding = z.base64().transform(unpackEmbedding);
+
+/** An analysis as kept: its embeddings packed. */
+const keptAnalysis = queryAnalysis.extend({
+  objects: z.array(detectedObject.extend({ embedding: packedEmbedding })),
+  whole: z.object({ box, embedding: packedEmbedding }),
+});
+
+/** The text an analysis is kept as. */
+export const keptAnalysisText = (analysis: QueryAnalysis): string =>
+  JSON.stringify({
+    ...analysis,
+    objects: analysis.objects.map((object) => ({ ...object, embedding: packEmbedding(object.embedding) })),
+    whole: { ...analysis.whole, embedding: packEmbedding(analysis.whole.embedding) },
+  });
+
+/**
  * A kept analysis read back; undefined when it is not one, or was made by another embedding model than `embedModel`
  * (the application moved to a new one since): the image is then analysed again.
  */
-export function parseQueryAnalysis(json: string, embedModel: string): QueryAnalysis | undefined {
+export function parseQueryAnalysis(text: string, embedModel: string): QueryAnalysis | undefined {
   try {
-    const analysis = queryAnalysis.parse(JSON.parse(json));
+    const analysis = keptAnalysis.parse(JSON.parse(text));
     return analysis.embedModel === embedModel ? analysis : undefined;
   } catch {
     return undefined;

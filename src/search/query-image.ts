@@ -7,7 +7,7 @@ import type { RequestParams } from '../http/params';
 import { hasSupportedDimensions, probeImage, type ImageInfo } from '../images/probe';
 import { putImageBlob, queryBlobKey } from '../storage/blobs';
 import { findQueryImage, insertQueryImage, setQueryImageAnalysis } from '../storage/query-images';
-import { parseQueryAnalysis, type QueryAnalysis } from './query-analysis';
+import { keptAnalysisText, parseQueryAnalysis, type QueryAnalysis } from './query-analysis';
 
 /** Spec 4.5: an uploaded query image is at most 10 MB; an image URL is held to the same. */
 export const MAX_QUERY_IMAGE_BYTES = 10 * 1024 * 1024;
@@ -99,6 +99,6 @@ export async function resolveQueryImage(env: Env, app: { id: string; embedModel:
 export async function keepQueryImage(env: Env, appId: string, query: QueryImage, analysis: QueryAnalysis): Promise<void> {
   if (query.isNew) {
     await putImageBlob(env.BLOBS, queryBlobKey(appId, query.imId), await query.bytes(), query.info.format);
-    await insertQueryImage(env.DB, appId, query.imId, query.info, JSON.stringify(analysis));
-  } else if (!query.analysis) await setQueryImageAnalysis(env.DB, appId, query.imId, JSON.stringify(analysis));
+    await insertQueryImage(env.DB, appId, query.imId, query.info, keptAnalysisText(analysis));
+  } else if (!query.analysis) await setQueryImageAnalysis(env.DB, appId, query.imId, keptAnalysisText(analysis));
 }

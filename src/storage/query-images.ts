@@ -2,7 +2,7 @@ import type { ImageInfo } from '../images/probe';
 import { formatTimestamp } from '../time';
 import { deleteBlobs, queryBlobKey } from './blobs';
 
-/** `analysis`: JSON of what the inference service found in the image, or null if not stored yet. */
+/** `analysis`: what the inference service found in the image (search/query-analysis.ts, keptAnalysisText), or null if not stored yet. */
 export type QueryImageRow = { id: string; blob_key: string; format: string; width: number; height: number; analysis: string | null };
 
 export async function insertQueryImage(db: D1Database, appId: string, imId: string, info: ImageInfo, analysis: string): Promise<void> {

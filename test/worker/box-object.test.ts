@@ -154,7 +154,11 @@ describe('a box or a point names the object the detector sees', () => {
     const again = await upload({ im_id: firstBody.im_id });
     expect(again.status).toBe(200);
     expect(again.headers.get('server-timing')).not.toMatch(/inference;/);
-    expect((await again.json<UploadBody>()).product_types).toEqual(firstBody.product_types);
+    const againBody = await again.json<UploadBody>();
+    expect(againBody.product_types).toEqual(firstBody.product_types);
+    // The kept embedding (packed) searches exactly as the fresh one did.
+    expect(againBody.result.length).toBeGreaterThan(0);
+    expect(againBody.result).toEqual(firstBody.result);
     // An image kept without an analysis (or with one that does not read) is analysed again, and the analysis kept.
     for (const stored of [null, '{"objects": "not an analysis"}']) {
       await env.DB.prepare('UPDATE query_images SET analysis = ? WHERE id = ?').bind(stored, firstBody.im_id).run();
