@@ -6,6 +6,7 @@
  * redelivery, a resume) stops at its next step. Once every image is in the new model, one D1 batch moves the
  * application onto it (storage/reindexes.ts, switchToNewModel); then the old model's vectors of it are deleted.
  */
+import { base64ToBytes } from '../base64';
 import type { Env } from '../env';
 import { inference } from '../ports/inference';
 import { UndecodableImageError, UnknownEmbedModelError } from '../ports/inference/types';
@@ -80,10 +81,7 @@ export function embeddingMismatch(env: Env, model: string, embed: { model: strin
 }
 
 /** A 16x16 grey PNG: what the inference service is asked to embed before a reindex relies on a model. */
-const PROBE_IMAGE = Uint8Array.from(
-  atob('iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAIAAACQkWg2AAAAFElEQVR42mNoIBEwjGoY1TB8NQAAJYSAELxv8c8AAAAASUVORK5CYII='),
-  (char) => char.charCodeAt(0),
-);
+const PROBE_IMAGE = base64ToBytes('iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAIAAACQkWg2AAAAFElEQVR42mNoIBEwjGoY1TB8NQAAJYSAELxv8c8AAAAASUVORK5CYII=');
 
 /**
  * Why `model` cannot take an application's vectors here, if it cannot: its indexes are not bound, or the inference

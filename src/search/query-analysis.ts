@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { base64ToBytes, bytesToBase64 } from '../base64';
 import type { Env } from '../env';
 import { ApiError, invalidParameter } from '../http/envelope';
 import { GENERAL, SEARCH_ERRORS } from '../http/messages';
@@ -41,13 +42,9 @@ export type QueryAnalysis = z.infer<typeof queryAnalysis>;
  * quarter of the size of its JSON numbers (an analysis with 30 objects: 77 KB of D1 row instead of 285 KB). The
  * service's embeddings are float32 values, so they come back exactly.
  */
-function packEmbedding(embedding: number[]): string {
-  let binary = '';
-  for (const byte of new Uint8Array(Float32Array.from(embedding).buffer)) binary += String.fromCharCode(byte);
-  return btoa(binary);
-}
+const packEmbedding = (embedding: number[]): string => bytesToBase64(new Uint8Array(Float32Array.from(embedding).buffer));
 
-const unpackEmbedding = (packed: string): number[] => Array.from(new Float32Array(Uint8Array.from(atob(packed), (char) => char.charCodeAt(0)).buffer));
+const unpackEmbedding = (packed: string): number[] => Array.from(new Float32Array(base64ToBytes(packed).buffer));
 
 const packedEmbedding = z.base64().transform(unpackEmbedding);
 
