@@ -4,7 +4,7 @@
  * Progress lives in D1 (`images.embed_model`, `reindexes`), so a reindex whose message was lost resumes from there
  * (the sweeper sends another). Each step's message carries the step's number: a superseded chain of messages (a
  * redelivery, a resume) stops at its next step. Once every image is in the new model, one D1 batch moves the
- * application onto it (storage/reindexes.ts, switchToNewModel); then the old model's vectors of it are deleted.
+ * application onto it (storage/reindexes.ts, switchToNewModel); then its vectors in every other model are deleted.
  */
 import { base64ToBytes } from '../base64';
 import type { Env } from '../env';
@@ -24,7 +24,7 @@ import {
   type Reindex,
 } from '../storage/reindexes';
 import { embedModelIndexesOf } from '../storage/embed-models';
-import { deleteEmbeddings, imageVectors, objectVectors, vectorMetadata, writeEmbedding } from '../storage/vectors';
+import { deleteEmbeddings, deleteEmbeddingsExcept, imageVectors, objectVectors, vectorMetadata, writeEmbedding } from '../storage/vectors';
 
 /** Images embedded again per step, side by side: each a bulk prediction, as an insert's is. */
 const REEMBED_CHUNK = 10;
@@ -110,7 +110,7 @@ export async function continueReindex(env: Env, appId: string, step: number): Pr
   if (!reindex || reindex.step !== step || (reindex.state !== 'embedding' && reindex.state !== 'retiring')) return ENDED;
   if (reindex.state === 'retiring') {
     const images = await imagesAfter(env.DB, appId, reindex.toModel, reindex.retireCursor, RETIRE_CHUNK);
-    if (reindex.fromModel !== reindex.toModel) await deleteEmbeddings(env, reindex.fromModel, images);
+    await deleteEmbeddingsExcept(env, reindex.toModel, images);
     if (images.length === 0) {
       await advanceReindex(env.DB, reindex, { done: true });
       return ENDED;

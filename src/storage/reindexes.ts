@@ -2,8 +2,8 @@ import { formatTimestamp } from '../time';
 
 /**
  * An application's re-embedding into another embedding model (migrations/0012, ingest/reindex.ts): `embedding` while
- * its images are re-embedded and searches still use `fromModel`; `retiring` once it is on `toModel` and the old
- * model's vectors of it are deleted; `done`; or `failed`, the application still on `fromModel`.
+ * its images are re-embedded and searches still use `fromModel`; `retiring` once it is on `toModel` and its vectors
+ * in every other model are deleted; `done`; or `failed`, the application still on `fromModel`.
  */
 export type ReindexState = 'embedding' | 'retiring' | 'done' | 'failed';
 export type Reindex = {

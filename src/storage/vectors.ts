@@ -116,6 +116,15 @@ export async function deleteEmbeddings(env: Env, model: string, images: { id: nu
   await deleteFrom(embeddingIndexes(env, model), images);
 }
 
+/**
+ * Deletes the whole-image and object vectors of images from every model's indexes but `kept`'s: what a reindex
+ * leaves behind once its application is on `kept`, including what an earlier, failed reindex into a third model wrote.
+ */
+export async function deleteEmbeddingsExcept(env: Env, kept: string, images: { id: number; object_count: number }[]): Promise<void> {
+  const others = [...embedModels(env).keys()].filter((model) => model !== kept);
+  await deleteFrom(others.flatMap((model) => embeddingIndexes(env, model)), images);
+}
+
 /** Deletes every vector of images, from every index. */
 export async function deleteImageVectors(env: Env, images: { id: number; object_count: number }[]): Promise<void> {
   await deleteFrom(everyIndex(env), images);

@@ -1,11 +1,11 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { continueReindex } from '../../src/ingest/reindex';
+import { continueReindex, type ReindexStep } from '../../src/ingest/reindex';
 import { STALL_MINUTES } from '../../src/ingest/sweeper';
 import { embedModels } from '../../src/storage/embed-models';
 import { startReindex } from '../../src/storage/reindexes';
 import { vectorMetadataKey } from '../../src/storage/vector-metadata';
-import { imageVectors, objectVectors } from '../../src/storage/vectors';
+import { imageVectors, objectVectors, writeEmbedding } from '../../src/storage/vectors';
 import { formatTimestamp } from '../../src/time';
 import {
   adminHeaders,
@@ -219,6 +219,26 @@ describe('reindex', () => {
     expect(finished.reindex.images_done).toBe(IMAGES.length);
     const upload = await uploadsearch(app, { image: await imageBytes(`/images/${IMAGES[3]}`) });
     expect(upload.body.result[0]?.im_name).toBe(IMAGES[3]);
+  });
+
+  it('leaves no vector of the application in any other model, a third one included', async () => {
+    const app = await newCatalog('reindex-third-model', IMAGES.slice(0, 3));
+    // A third model, into which an earlier reindex failed half way: one image's vectors are still in its indexes.
+    const stray = 'third-model-v1';
+    const withThird = {
+      ...env,
+      EMBED_MODELS: JSON.stringify({ ...JSON.parse(env.EMBED_MODELS), [stray]: { dimensions: 8, images: 'images-third', objects: 'objects-third' } }),
+    };
+    const [image] = await liveImages(app);
+    await writeEmbedding(withThird, { id: image!.id, appId: app.app_id, metadata: {} }, { model: stray, vector: [...Array(8).keys()], objects: [] });
+    expect(await imageVectors(withThird, stray).getByIds([String(image!.id)])).toHaveLength(1);
+
+    const started = await startReindex(env.DB, app.app_id, NEW_MODEL);
+    for (let step: ReindexStep = { next: 'now', step: started!.step }; step.next !== 'ended'; ) step = await continueReindex(withThird, app.app_id, step.step);
+    expect(await appModel(app)).toBe(NEW_MODEL);
+    expect(await imageVectors(withThird, stray).getByIds([String(image!.id)])).toEqual([]);
+    expect(await imageVectors(env, OLD_MODEL).getByIds([String(image!.id)])).toEqual([]);
+    expect(await imageVectors(env, NEW_MODEL).getByIds([String(image!.id)])).toHaveLength(1);
   });
 
   it('fails, and leaves the application on its model, when an original is missing', async () => {
