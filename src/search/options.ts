@@ -17,7 +17,7 @@ export type SearchOptions = {
   fields: string[] | null;
   filter: Filter;
   scoreRange: { min: number; max: number };
-  /** Results closer than `threshold` (1 − cosine of their own vectors) to a better one are dropped. */
+  /** A result whose score is within `threshold` of the one kept before it is dropped. */
   dedup: { threshold: number } | null;
   facets: { fields: SchemaField[]; limit: number; showCount: boolean } | null;
   groupBy: { field: string; limit: number } | null;
@@ -45,9 +45,8 @@ function readGroupBy(params: RequestParams, schema: SchemaField[], allowed: bool
   const field = readParam(params, ADVANCED, 'group_by');
   if (field === undefined || field === '') return null;
   if (!allowed) throw invalidParameter('group_by is not supported here.');
-  if (!searchable(schema).some((candidate) => candidate.name === field)) {
-    throw invalidParameter(`group_by field ${field} must be a searchable string, int or float field.`);
-  }
+  // Spec 2.2: any searchable field, text ones too (grouped by their whole value).
+  if (!schema.some((candidate) => candidate.name === field && candidate.searchable)) throw invalidParameter(`group_by field ${field} must be a searchable field.`);
   return { field, limit: readParam(params, ADVANCED, 'group_limit') };
 }
 

@@ -79,22 +79,20 @@ async function candidates(env: Env, query: SimilarQuery, filter: Filter, depth: 
 const admissible = (candidate: Candidate, image: ImageRow, query: SimilarQuery): boolean =>
   query.objectType === undefined || candidate.fromObject || image.object_count === 0;
 
-const cosine = (a: number[], b: number[]): number => a.reduce((sum, value, i) => sum + value * b[i]!, 0);
+/** Float32 scores of identical images may differ in their last bits. */
+const SAME_SCORE = 1e-6;
 
-/** Float32 storage leaves identical images a hair below cosine 1. */
-const SAME_VECTOR = 1e-5;
-
-/** Drops each result whose own vector is within `threshold` (1 − cosine) of a better-ranked kept result's. */
-async function dedup(env: Env, embedModel: string, ranked: Ranked[], threshold: number): Promise<Ranked[]> {
-  const records = await imageVectors(env, embedModel).getByIds(ranked.map(({ image }) => String(image.id)));
-  const vectors = new Map(records.map((record) => [record.id, record.values]));
-  const kept: { entry: Ranked; vector: number[] | undefined }[] = [];
+/**
+ * Spec 4.8: `dedup_score_threshold` is the least gap between adjacent results, so a result whose score is within it
+ * of the result kept before it is taken for a copy of that one and dropped; at the default 0, identical images.
+ */
+function dedup(ranked: Ranked[], threshold: number): Ranked[] {
+  const kept: Ranked[] = [];
   for (const entry of ranked) {
-    const vector = vectors.get(String(entry.image.id));
-    const duplicate = vector && kept.some((other) => other.vector && 1 - cosine(vector, other.vector) <= threshold + SAME_VECTOR);
-    if (!duplicate) kept.push({ entry, vector });
+    const previous = kept.at(-1);
+    if (previous === undefined || previous.score - entry.score > threshold + SAME_SCORE) kept.push(entry);
   }
-  return kept.map(({ entry }) => entry);
+  return kept;
 }
 
 const compareBy = (field: string, direction: 'asc' | 'desc') => (a: Ranked, b: Ranked): number => {
@@ -125,7 +123,7 @@ export async function searchSimilar(env: Env, query: SimilarQuery, options: Sear
     if ((best.get(image.id)?.score ?? -1) < candidate.score) best.set(image.id, { image, score: candidate.score });
   }
   let ranked = [...best.values()].sort((a, b) => b.score - a.score || a.image.id - b.image.id).slice(0, MAX_RESULTS);
-  if (options.dedup) ranked = await dedup(env, query.embedModel, ranked, options.dedup.threshold);
+  if (options.dedup) ranked = dedup(ranked, options.dedup.threshold);
 
   const item = ({ image, score }: Ranked): ResultItem => ({
     im_name: image.im_name,

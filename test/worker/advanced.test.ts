@@ -104,13 +104,16 @@ describe('advanced search parameters (spec 4.8)', () => {
     }
   });
 
-  it('dedup drops near-copies of better results; the threshold widens what counts as one', async () => {
+  it('dedup drops copies of the result before; dedup_score_threshold is the least score gap between adjacent results', async () => {
     const plain = resultItems((await query('im_name=item-5&limit=100')).body).map((item) => item.file);
     expect(new Set(plain).size).toBeLessThan(plain.length);
     const deduped = resultItems((await query('im_name=item-5&limit=100&dedup=true')).body).map((item) => item.file);
     expect(new Set(deduped).size).toBe(deduped.length);
-    const wider = (await query('im_name=item-5&limit=100&dedup=true&dedup_score_threshold=0.3')).body.total;
-    expect(wider).toBeLessThan(deduped.length);
+    const gap = 0.02;
+    const spaced = (await query(`im_name=item-5&limit=1000&score=true&dedup=true&dedup_score_threshold=${gap}`)).body.result.map((item) => item.score!);
+    expect(spaced.length).toBeGreaterThan(1);
+    expect(spaced.length).toBeLessThan(deduped.length);
+    for (let i = 1; i < spaced.length; i++) expect(spaced[i - 1]! - spaced[i]!).toBeGreaterThan(gap);
   });
 
   it('facets count values over the results, give numeric ranges, and honour facets_limit', async () => {
@@ -137,7 +140,14 @@ describe('advanced search parameters (spec 4.8)', () => {
     }
     const next = (await query('im_name=item-1&group_by=brand&group_limit=2&page=2')).body.group_results!;
     expect(next.map((group) => group.group_by_value)).not.toContain(body.group_results![0]!.group_by_value);
-    expect(await refused('im_name=item-1&group_by=sku')).toBe('group_by field sku must be a searchable string, int or float field.');
+    expect(await refused('im_name=item-1&group_by=sku')).toBe('group_by field sku must be a searchable field.');
+    // A searchable text field groups too (spec 2.2), by its whole value.
+    const byText = (await query('im_name=item-1&group_by=description&group_limit=100&limit=100')).body;
+    expect(byText).toMatchObject({ status: 'OK', group_by_key: 'description' });
+    expect(byText.group_results!.length).toBeGreaterThan(1);
+    for (const group of byText.group_results!) {
+      expect(group.result.every((item) => byName.get(item.im_name)!.description === group.group_by_value)).toBe(true);
+    }
     expect(await refused('im_name=item-1&group_by=brand&group_limit=101')).toBe('group_limit must be between 1 and 100.');
   });
 
