@@ -7,6 +7,7 @@ import { endpoint } from '../http/middleware';
 import { readParam } from '../http/param-schema';
 import type { DetectedObject } from '../ports/inference/types';
 import {
+  DEFAULT_DETECTION_LIMIT,
   DETECTION,
   describeObject,
   detectionMode,
@@ -106,10 +107,11 @@ const uploadSearch = factory.createHandlers(endpoint('uploadsearch', { failureFi
 
 /**
  * Multiple product search (spec 4.6): every detected object (or the object at each point) gets its own results. A box
- * lists the objects in it, the one it is drawn around first; a box with none is analysed on its own.
+ * lists the objects in it, the one it is drawn around among them; a box with none is analysed on its own.
  */
 const discoverSearch = factory.createHandlers(endpoint('discoversearch', { failureFields: noObjects }), authenticate({ allowAppKey: true }), searchQuota, async (c) => {
-  const detectionLimit = readParam(c.var.params, DETECTION, 'detection_limit');
+  // Spec 4.6: ignored when `point` is present, so not checked then either.
+  const detectionLimit = c.var.params.has('point') ? DEFAULT_DETECTION_LIMIT : readParam(c.var.params, DETECTION, 'detection_limit');
   const { options, paging, region, sensitivity, query, analysis, box, content, mode, search, kept } = await prepare(c, {
     limitName: 'result_limit',
     allowPoints: true,
@@ -118,7 +120,8 @@ const discoverSearch = factory.createHandlers(endpoint('discoversearch', { failu
 
   let targets: SearchTarget[];
   if (content) targets = content.inside.length > 0 ? content.inside.slice(0, detectionLimit).map(asTarget) : [regionAsObject(content.region)];
-  else if (box) targets = [...(box.named ? [box.named] : []), ...box.within].slice(0, detectionLimit).map(asTarget);
+  // Spec 4.6: the more confident objects first, the one the box is drawn around among them.
+  else if (box) targets = [...(box.named ? [box.named] : []), ...box.within].sort((a, b) => b.score - a.score).slice(0, detectionLimit).map(asTarget);
   else if (mode.kind === 'off') targets = [regionAsObject(analysis.whole)];
   else {
     const objects =

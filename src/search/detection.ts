@@ -25,6 +25,9 @@ const LOW_FLOOR_BY_TYPE: Readonly<Record<string, number>> = { Clock: 0.55, Botto
 export const minScore = (type: string, sensitivity: Sensitivity): number =>
   sensitivity === 'low' ? Math.max(MIN_SCORE.low, LOW_FLOOR_BY_TYPE[type] ?? 0) : MIN_SCORE.high;
 
+/** Spec 4.6: objects `/discoversearch` searches when `detection_limit` is not given, or ignored (with `point`). */
+export const DEFAULT_DETECTION_LIMIT = 5;
+
 /** Spec 4.6: the detection parameters of the upload searches. */
 export const DETECTION = {
   detection: text(
@@ -32,7 +35,7 @@ export const DETECTION = {
       'the whole image (or box) is searched.',
   ),
   detection_limit: integer(
-    { min: 1, max: 30, default: 5 },
+    { min: 1, max: 30, default: DEFAULT_DETECTION_LIMIT },
     'Objects searched at most, most confident first. Ignored with `point`.',
   ),
   detection_sensitivity: choice(['low', 'high'], 'low', '`low` keeps only very confident objects, `high` more.'),
