@@ -7,6 +7,7 @@ import { endpoint } from '../http/middleware';
 import { readParam } from '../http/param-schema';
 import type { DetectedObject } from '../ports/inference/types';
 import {
+  byConfidence,
   DEFAULT_DETECTION_LIMIT,
   DETECTION,
   describeObject,
@@ -120,8 +121,11 @@ const discoverSearch = factory.createHandlers(endpoint('discoversearch', { failu
 
   let targets: SearchTarget[];
   if (content) targets = content.inside.length > 0 ? content.inside.slice(0, detectionLimit).map(asTarget) : [regionAsObject(content.region)];
-  // Spec 4.6: the more confident objects first, the one the box is drawn around among them.
-  else if (box) targets = [...(box.named ? [box.named] : []), ...box.within].sort((a, b) => b.score - a.score).slice(0, detectionLimit).map(asTarget);
+  else if (box) {
+    // Spec 4.6: the more confident objects first; the one the box is drawn around is always among them.
+    const others = [...box.within].sort(byConfidence).slice(0, detectionLimit - (box.named ? 1 : 0));
+    targets = [...(box.named ? [box.named] : []), ...others].sort(byConfidence).map(asTarget);
+  }
   else if (mode.kind === 'off') targets = [regionAsObject(analysis.whole)];
   else {
     const objects =

@@ -58,6 +58,9 @@ const ofMode = (objects: DetectedObject[], mode: DetectionMode): DetectedObject[
 export const keptObjects = (objects: DetectedObject[], mode: DetectionMode, sensitivity: Sensitivity): DetectedObject[] =>
   ofMode(objects, mode).filter((object) => object.score >= minScore(object.type, sensitivity));
 
+/** Spec 4.6: the more confident object first. */
+export const byConfidence = (a: DetectedObject, b: DetectedObject): number => b.score - a.score;
+
 /** The object at a point: the smallest one the mode and sensitivity keep that contains it. */
 export const objectAt = (objects: DetectedObject[], mode: DetectionMode, sensitivity: Sensitivity, point: Point): DetectedObject | undefined =>
   keptObjects(objects, mode, sensitivity)

@@ -16,7 +16,7 @@ export type SearchPage = { total: number } & ({ result: ResultItem[] } | Grouped
 
 export type SimilarQuery = {
   appId: string;
-  /** The application's embedding model: whose indexes a visual query searches, and whose vectors dedup compares. */
+  /** The application's embedding model: whose indexes a visual query searches. */
   embedModel: string;
   /**
    * `visual`: an embedding, against whole images (and objects, with `objectType`); `color`: a palette vector,

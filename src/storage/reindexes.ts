@@ -171,8 +171,8 @@ export async function switchToNewModel(db: D1Database, reindex: Reindex): Promis
 }
 
 /**
- * Images of the application in `model` (after the switch: all of them) after `cursor`, in id order: the old model's
- * vectors of them are deleted next.
+ * Images of the application in `model` (after the switch: all of them) after `cursor`, in id order: their vectors in
+ * every other model are deleted next.
  */
 export async function imagesAfter(db: D1Database, appId: string, model: string, cursor: number, limit: number): Promise<{ id: number; object_count: number }[]> {
   const { results } = await db

@@ -93,6 +93,10 @@ describe('a box or a point names the object the detector sees', () => {
       const drawnAround = discoveredIn.body.objects.find((found) => found.score === expected.score && found.box.join() === expected.box.join());
       expect(drawnAround).toMatchObject(expected);
       expect(firstResult(drawnAround!.result)).toEqual(firstResult(object.result));
+      // However few objects are asked for, the one the box is drawn around is among them.
+      const onlyOne = await discoversearch(app, { im_id: imId, box: object.box.join(','), detection_limit: '1', ...HIGH });
+      expect(onlyOne.body.objects).toHaveLength(1);
+      expect(onlyOne.body.objects[0]).toMatchObject(expected);
     }
   });
 

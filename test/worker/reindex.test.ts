@@ -222,21 +222,26 @@ describe('reindex', () => {
   });
 
   it('leaves no vector of the application in any other model, a third one included', async () => {
-    const app = await newCatalog('reindex-third-model', IMAGES.slice(0, 3));
+    const app = await newCatalog('reindex-third-model', [...IMAGES.slice(0, 2), 'opencv-doc_plant.jpg']);
     // A third model, into which an earlier reindex failed half way: one image's vectors are still in its indexes.
     const stray = 'third-model-v1';
     const withThird = {
       ...env,
       EMBED_MODELS: JSON.stringify({ ...JSON.parse(env.EMBED_MODELS), [stray]: { dimensions: 8, images: 'images-third', objects: 'objects-third' } }),
     };
-    const [image] = await liveImages(app);
-    await writeEmbedding(withThird, { id: image!.id, appId: app.app_id, metadata: {} }, { model: stray, vector: [...Array(8).keys()], objects: [] });
+    const image = (await liveImages(app)).find((candidate) => candidate.object_count > 0);
+    expect(image, 'a catalog image with a detected object').toBeDefined();
+    const values = [...Array(8).keys()];
+    const object = { type: 'Vase and Pot', label: 'potted plant', score: 0.9, box: [0, 0, 10, 10] as [number, number, number, number], embedding: values };
+    await writeEmbedding(withThird, { id: image!.id, appId: app.app_id, metadata: {} }, { model: stray, vector: values, objects: [object] });
     expect(await imageVectors(withThird, stray).getByIds([String(image!.id)])).toHaveLength(1);
+    expect(await objectVectors(withThird, stray).getByIds([`${image!.id}.0`])).toHaveLength(1);
 
     const started = await startReindex(env.DB, app.app_id, NEW_MODEL);
     for (let step: ReindexStep = { next: 'now', step: started!.step }; step.next !== 'ended'; ) step = await continueReindex(withThird, app.app_id, step.step);
     expect(await appModel(app)).toBe(NEW_MODEL);
     expect(await imageVectors(withThird, stray).getByIds([String(image!.id)])).toEqual([]);
+    expect(await objectVectors(withThird, stray).getByIds([`${image!.id}.0`])).toEqual([]);
     expect(await imageVectors(env, OLD_MODEL).getByIds([String(image!.id)])).toEqual([]);
     expect(await imageVectors(env, NEW_MODEL).getByIds([String(image!.id)])).toHaveLength(1);
   });
