@@ -6,16 +6,16 @@ import { ADVANCED } from './advanced';
 
 /**
  * The metadata fields a search returns in `value_map` (spec 4.8): those named by `fl`, or every fetchable one with
- * `get_all_fl=true`. Fields outside the schema are ignored, and text fields are never fetchable. Null: no value_map.
+ * `get_all_fl=true`. Fields outside the schema are ignored, and text fields are never fetchable. Null: no value_map,
+ * which is present only when these select a field (spec 2.5).
  */
 export const fetchableFields = (schema: SchemaField[]): string[] => schema.filter((field) => field.type !== 'text').map((field) => field.name);
 
 export function requestedFields(params: RequestParams, schema: SchemaField[]): string[] | null {
   const fetchable = fetchableFields(schema);
-  if (readParam(params, ADVANCED, 'get_all_fl')) return fetchable;
   const named = readParam(params, ADVANCED, 'fl').flatMap((value) => value.split(',')).map((name) => name.trim());
-  if (named.length === 0) return null;
-  return fetchable.filter((name) => named.includes(name));
+  const selected = readParam(params, ADVANCED, 'get_all_fl') ? fetchable : fetchable.filter((name) => named.includes(name));
+  return selected.length > 0 ? selected : null;
 }
 
 /** Values as strings, as the spec returns them; a field the image has no value for is left out. */

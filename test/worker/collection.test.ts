@@ -29,6 +29,9 @@ describe('metadata by the schema', () => {
     expect(all.body.result).toEqual([{ im_name: 'a', value_map: { brand: 'Acme', price: '9.5', stock: '7' } }]);
     const some = await search(app, 'im_name=b&fl=price&fl=description&fl=color&fl=nope');
     expect(some.body.result).toEqual([{ im_name: 'a', value_map: { price: '9.5' } }]);
+    // Fields outside the schema and text fields select nothing: no value_map (spec 2.5).
+    const none = await search(app, 'im_name=b&fl=description&fl=nope');
+    expect(none.body.result).toEqual([{ im_name: 'a' }]);
     const stored = await env.DB.prepare('SELECT metadata FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, 'a').first<{ metadata: string }>();
     expect(JSON.parse(stored!.metadata)).toEqual({ brand: 'Acme', price: 9.5, stock: 7, description: 'a hen' });
   });
