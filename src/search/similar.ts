@@ -119,10 +119,11 @@ export async function searchSimilar(env: Env, query: SimilarQuery, options: Sear
   for (const candidate of found) {
     const image = images.get(candidate.imageId);
     if (!image || !admissible(candidate, image, query) || !matches(options.filter, image.metadata)) continue;
-    if (candidate.score < options.scoreRange.min || candidate.score > options.scoreRange.max) continue;
     if ((best.get(image.id)?.score ?? -1) < candidate.score) best.set(image.id, { image, score: candidate.score });
   }
-  let ranked = [...best.values()].sort((a, b) => b.score - a.score || a.image.id - b.image.id).slice(0, MAX_RESULTS);
+  // An image's score is its best match's (its whole picture's or an object's): the score range is held to that.
+  const inRange = ({ score }: Ranked) => score >= options.scoreRange.min && score <= options.scoreRange.max;
+  let ranked = [...best.values()].filter(inRange).sort((a, b) => b.score - a.score || a.image.id - b.image.id).slice(0, MAX_RESULTS);
   if (options.dedup) ranked = dedup(ranked, options.dedup.threshold);
 
   const item = ({ image, score }: Ranked): ResultItem => ({

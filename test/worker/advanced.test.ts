@@ -99,6 +99,16 @@ describe('advanced search parameters (spec 4.8)', () => {
     const { body } = await query('im_name=item-1&limit=100&score=true&score_min=0.5&score_max=0.9');
     expect(body.result.length).toBeGreaterThan(0);
     expect(body.result.every((item) => item.score! >= 0.5 && item.score! <= 0.9)).toBe(true);
+    // The range holds an image's own score, its best match's: a colour search matches an image's palette and each of
+    // its objects' under the image's name, and an image whose best is out of range is not answered by another one.
+    const scoresOf = async (params: string) =>
+      new Map((await query(`color=3366cc&score=true&limit=1000${params}`, '/colorsearch')).body.result.map((item) => [item.im_name, item.score!]));
+    const unranged = await scoresOf('');
+    for (const [name, best] of [...unranged].slice(0, 20)) {
+      const ranged = await scoresOf(`&score_max=${best - 0.0005}`);
+      expect(ranged.has(name), name).toBe(false);
+      for (const [other, score] of ranged) expect(score, other).toBe(unranged.get(other));
+    }
     for (const params of ['score_min=-0.1', 'score_max=1.5', 'score_min=abc', 'score_min=0.8&score_max=0.2']) {
       expect(await refused(`im_name=item-1&${params}`)).toMatch(/score_m(in|ax)/);
     }
