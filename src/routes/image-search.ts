@@ -123,7 +123,7 @@ const discoverSearch = factory.createHandlers(endpoint('discoversearch', { failu
   if (content) targets = content.inside.length > 0 ? content.inside.slice(0, detectionLimit).map(asTarget) : [regionAsObject(content.region)];
   else if (box) {
     // Spec 4.6: the more confident objects first; the one the box is drawn around is always among them.
-    const others = [...box.within].sort(byConfidence).slice(0, detectionLimit - (box.named ? 1 : 0));
+    const others = box.within.slice(0, detectionLimit - (box.named ? 1 : 0));
     targets = [...(box.named ? [box.named] : []), ...others].sort(byConfidence).map(asTarget);
   }
   else if (mode.kind === 'off') targets = [regionAsObject(analysis.whole)];

@@ -133,8 +133,8 @@ export type BoxContent = {
 /**
  * What a box names, among the objects of the whole image that the search's `detection` mode and sensitivity keep
  * (what `/discoversearch` lists): `named`, the object the box is drawn around, exactly as discover reports it;
- * `within`, the other objects lying mostly inside the box. `content()` analyses the box on its own, once, for the
- * searches that need it.
+ * `within`, the other objects lying mostly inside the box, most confident first (as the service lists objects).
+ * `content()` analyses the box on its own, once, for the searches that need it.
  */
 export type BoxAnalysis = { named: DetectedObject | undefined; within: DetectedObject[]; content: () => Promise<BoxContent> };
 
