@@ -4,9 +4,10 @@
  */
 import type { Env } from '../env';
 import { BodyTooLarge, readCapped } from '../http/capped-body';
-import { checkUrl, LookupFailed, UrlRefused, type UrlPolicy } from './url-guard';
+import { checkUrl, LookupFailed, UnsupportedScheme, UrlRefused, type UrlPolicy } from './url-guard';
 
-export type DownloadFailure = 'timeout' | 'unreachable' | 'too_large' | 'refused';
+/** `invalid_url`: not an http(s) URL, so no retry helps; `refused`: a host the guard keeps out (not public). */
+export type DownloadFailure = 'timeout' | 'unreachable' | 'too_large' | 'refused' | 'invalid_url';
 
 export class DownloadError extends Error {
   override name = 'DownloadError';
@@ -41,6 +42,7 @@ export async function downloadImage(url: string, options: DownloadOptions): Prom
   } catch (error) {
     if (error instanceof DownloadError) throw error;
     if (error instanceof BodyTooLarge) throw new DownloadError('too_large', `${error.message} at ${url}`);
+    if (error instanceof UnsupportedScheme) throw new DownloadError('invalid_url', error.message);
     if (error instanceof UrlRefused) throw new DownloadError('refused', error.message);
     if (error instanceof LookupFailed) throw new DownloadError('unreachable', error.message);
     if (signal.aborted) throw new DownloadError('timeout', `timed out after ${options.timeoutMs} ms: ${url}`);
@@ -52,7 +54,8 @@ const parseUrl = (url: string, base?: URL): URL => {
   try {
     return new URL(url, base);
   } catch {
-    throw new DownloadError('unreachable', `not a URL: ${url}`);
+    // The given URL is invalid; a redirect's location that is not one makes the given URL unreachable.
+    throw new DownloadError(base ? 'unreachable' : 'invalid_url', `not a URL: ${url}`);
   }
 };
 

@@ -19,6 +19,11 @@ export class UrlRefused extends Error {
   override name = 'UrlRefused';
 }
 
+/** The URL is not http or https: no address could make it fetchable. */
+export class UnsupportedScheme extends UrlRefused {
+  override name = 'UnsupportedScheme';
+}
+
 /** The resolver could not say where a name points. */
 export class LookupFailed extends Error {
   override name = 'LookupFailed';
@@ -165,7 +170,7 @@ function refuseRange(range: string | null, what: string, policy: UrlPolicy): voi
 /** Throws UrlRefused if the URL may not be fetched, LookupFailed if its host could not be resolved. */
 export async function checkUrl(url: URL, policy: UrlPolicy, signal: AbortSignal): Promise<void> {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new UrlRefused(`scheme ${url.protocol} is not allowed`);
+    throw new UnsupportedScheme(`scheme ${url.protocol} is not allowed`);
   }
   if (url.username || url.password) throw new UrlRefused('URLs with credentials are not allowed');
   // The URL parser has already turned every IPv4 spelling (2130706433, 0x7f.1, 127.1) into a dotted quad.

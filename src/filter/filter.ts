@@ -1,5 +1,5 @@
 import type { SchemaField } from '../storage/apps';
-import type { ImageMetadata } from '../storage/images';
+import { fieldValue, type ImageMetadata } from '../storage/images';
 import { FilterError } from './errors';
 import { evaluate } from './expr';
 import { parseCondition, splitFq } from './parser';
@@ -40,7 +40,7 @@ export function parseFilters(fqValues: string[], schema: SchemaField[], options:
  * float conditions a number). Text values are split into tokens with `tokenize`.
  */
 export function matchesCondition(condition: Condition, metadata: ImageMetadata): boolean {
-  const value = metadata[condition.field];
+  const value = fieldValue(metadata, condition.field);
   switch (condition.kind) {
     case 'string':
       return typeof value === 'string' && condition.values.includes(value);

@@ -1,3 +1,4 @@
+import { DECIMAL_TEXT, INTEGER_TEXT } from '../number-text';
 import { FilterError, excerpt } from './errors';
 import type { Condition, NumericType } from './types';
 
@@ -9,20 +10,18 @@ import type { Condition, NumericType } from './types';
  * (`1.5`, `.5`, `2e-3`), finite. -0 reads as 0.
  */
 
-const INT = /^[+-]?\d+$/;
-const FLOAT = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
 
 function parseNumber(field: string, type: NumericType, text: string): number {
   const trimmed = text.trim();
   if (type === 'int') {
-    if (!INT.test(trimmed)) throw new FilterError(field, `${excerpt(trimmed)} is not an integer`);
+    if (!INTEGER_TEXT.test(trimmed)) throw new FilterError(field, `${excerpt(trimmed)} is not an integer`);
     const value = Number(trimmed);
     if (!Number.isSafeInteger(value)) {
       throw new FilterError(field, `${excerpt(trimmed)} is outside the integer range -(2^53 - 1) to 2^53 - 1`);
     }
     return value === 0 ? 0 : value;
   }
-  if (!FLOAT.test(trimmed)) throw new FilterError(field, `${excerpt(trimmed)} is not a number`);
+  if (!DECIMAL_TEXT.test(trimmed)) throw new FilterError(field, `${excerpt(trimmed)} is not a number`);
   const value = Number(trimmed);
   if (!Number.isFinite(value)) throw new FilterError(field, `${excerpt(trimmed)} is not a finite number`);
   return value === 0 ? 0 : value;

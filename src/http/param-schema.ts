@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DECIMAL_TEXT, INTEGER_TEXT } from '../number-text';
 import { invalidParameter } from './envelope';
 import type { RequestParams } from './params';
 
@@ -34,8 +35,6 @@ export const list = (description: string) => z.array(z.string()).default([]).met
 export const file = (description: string) => z.file().optional().meta({ description });
 
 const BOOLEANS: Record<string, boolean> = { true: true, True: true, '1': true, false: false, False: false, '0': false };
-const INTEGER = /^[+-]?\d+$/;
-const DECIMAL = /^\s*[+-]?(\d+\.?\d*|\.\d+)\s*$/;
 
 /** The schema under its default and optional wrappers: the one that says what kind of value the parameter is. */
 export function valueSchema(schema: z.ZodType): z.ZodType {
@@ -52,11 +51,11 @@ function readNumber(params: RequestParams, name: string, schema: z.ZodType, numb
   if (raw === undefined || raw === '') return fallbackOf(schema) as number;
   const { minValue: min, maxValue: max } = number;
   if (number.format === 'safeint') {
-    if (!INTEGER.test(raw.trim())) throw invalidParameter(`${name} must be an integer.`);
+    if (!INTEGER_TEXT.test(raw.trim())) throw invalidParameter(`${name} must be an integer.`);
     if (!number.safeParse(Number(raw)).success) throw invalidParameter(`${name} must be between ${min} and ${max}.`);
     return Number(raw);
   }
-  if (!DECIMAL.test(raw) || !number.safeParse(Number(raw)).success) {
+  if (!DECIMAL_TEXT.test(raw.trim()) || !number.safeParse(Number(raw)).success) {
     throw invalidParameter(`${name} must be between ${min?.toFixed(1)} and ${max?.toFixed(1)}.`);
   }
   return Number(raw);

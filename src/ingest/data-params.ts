@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { invalidParameter } from '../http/envelope';
 import { integer } from '../http/param-schema';
+import type { RequestParams } from '../http/params';
 
 /** trans_ids are integers below 2^53 (docs/decisions.md). */
 export const TRANSACTION = {
@@ -17,3 +19,24 @@ export const MAX_REMOVE_NAMES = 100;
 
 /** Spec 4.3: one image to remove, sent as `im_name[i]`. */
 export const REMOVED_IMAGE = z.object({ im_name: z.string().meta({ description: 'An image to remove.' }) });
+
+const INDEXED_KEY = /^(.+)\[(\d+)\]$/;
+
+/**
+ * The `{key}[i]=value` parameters of /insert and /remove (spec 4.1, 4.3), grouped by index, in index order. `[0]` and
+ * `[00]` are one index, so a key given under both is given twice, and refused as a repeated parameter is.
+ */
+export function indexedParams(params: RequestParams): Map<number, Map<string, string>> {
+  const images = new Map<number, Map<string, string>>();
+  for (const name of params.names()) {
+    const match = INDEXED_KEY.exec(name);
+    if (!match) continue;
+    const key = match[1]!;
+    const index = Number(match[2]);
+    const fields = images.get(index) ?? new Map<string, string>();
+    if (fields.has(key)) throw invalidParameter(`${key}[${index}] must be given only once.`);
+    fields.set(key, params.string(name) ?? '');
+    images.set(index, fields);
+  }
+  return new Map([...images].sort(([a], [b]) => a - b));
+}

@@ -6,6 +6,8 @@ import type { SchemaField } from '../storage/apps';
 import { oversizedVectorField } from '../storage/vectors';
 import type { ImageMetadata } from '../storage/images';
 import type { InsertItem } from '../storage/transactions';
+import { indexedParams } from './data-params';
+import { DECIMAL_TEXT, INTEGER_TEXT } from '../number-text';
 
 /** Spec 2.1 and 8. */
 export const INSERT_LIMITS = {
@@ -51,26 +53,9 @@ export const INSERT_IMAGE = z
       .meta({ description: 'A metadata field of the schema; others are ignored.' }),
   );
 
-const INDEXED_KEY = /^(.+)\[(\d+)\]$/;
-const INTEGER = /^[+-]?\d+$/;
-
 export type ParsedInsert =
   | { kind: 'too_many'; error: DataError }
   | { kind: 'images'; accepted: InsertItem[]; rejected: DataErrorEntry[] };
-
-/** Groups `key[i]=value` parameters by image index, in index order. */
-function groupByIndex(params: RequestParams): Map<number, Map<string, string>> {
-  const images = new Map<number, Map<string, string>>();
-  for (const name of params.names()) {
-    const match = INDEXED_KEY.exec(name);
-    if (!match) continue;
-    const index = Number(match[2]);
-    const fields = images.get(index) ?? new Map<string, string>();
-    fields.set(match[1]!, params.string(name) ?? '');
-    images.set(index, fields);
-  }
-  return new Map([...images].sort(([a], [b]) => a - b));
-}
 
 function validateImage(fields: Map<string, string>, schema: Map<string, SchemaField>): DataError | null {
   const imName = fields.get('im_name');
@@ -81,21 +66,22 @@ function validateImage(fields: Map<string, string>, schema: Map<string, SchemaFi
   for (const [name, value] of fields) {
     if (value.length > INSERT_LIMITS.maxValueLength) return lengthExceeded(name);
     const type = schema.get(name)?.type;
-    if (type === 'int' && !(INTEGER.test(value.trim()) && Number.isSafeInteger(Number(value)))) return wrongDataType(name, type);
-    if (type === 'float' && (value.trim() === '' || !Number.isFinite(Number(value)))) return wrongDataType(name, type);
+    if (type === 'int' && !(INTEGER_TEXT.test(value.trim()) && Number.isSafeInteger(Number(value)))) return wrongDataType(name, type);
+    if (type === 'float' && !(DECIMAL_TEXT.test(value.trim()) && Number.isFinite(Number(value)))) return wrongDataType(name, type);
   }
   return null;
 }
 
 /** The metadata the schema knows, typed by it; fields outside the schema are ignored (spec 4.8). */
 function typedMetadata(fields: Map<string, string>, schema: Map<string, SchemaField>): ImageMetadata {
-  const metadata: ImageMetadata = {};
+  const typed: [string, string | number][] = [];
   for (const [name, value] of fields) {
     const type = schema.get(name)?.type;
-    if (type === 'int' || type === 'float') metadata[name] = Number(value);
-    else if (type === 'string' || type === 'text') metadata[name] = value;
+    if (type === 'int' || type === 'float') typed.push([name, Number(value)]);
+    else if (type === 'string' || type === 'text') typed.push([name, value]);
   }
-  return metadata;
+  // Made as own properties: assigning a field named `__proto__` would set the object's prototype instead.
+  return Object.fromEntries(typed);
 }
 
 /**
@@ -104,7 +90,7 @@ function typedMetadata(fields: Map<string, string>, schema: Map<string, SchemaFi
  * vector) is refused here with 106, rather than failing in the consumer.
  */
 export function parseInsert(params: RequestParams, schema: SchemaField[]): ParsedInsert {
-  const images = groupByIndex(params);
+  const images = indexedParams(params);
   if (images.size > INSERT_LIMITS.maxImages) return { kind: 'too_many', error: DATA_ERRORS.batchTooLarge };
   const fieldsByName = new Map(schema.map((field) => [field.name, field]));
   const accepted: InsertItem[] = [];

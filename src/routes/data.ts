@@ -5,7 +5,7 @@ import { ApiError, dataErrorEntry } from '../http/envelope';
 import { DATA_ERRORS, GENERAL } from '../http/messages';
 import { endpoint, failedWith } from '../http/middleware';
 import { readParam } from '../http/param-schema';
-import { INSERT_STATUS, MAX_REMOVE_NAMES, TRANSACTION } from '../ingest/data-params';
+import { indexedParams, INSERT_STATUS, MAX_REMOVE_NAMES, TRANSACTION } from '../ingest/data-params';
 import { couldNameImage, parseInsert, resolveMetadataUpdates } from '../ingest/insert-request';
 import { sendInsertMessages } from '../ingest/message';
 import { getSchema, type AppRecord } from '../storage/apps';
@@ -88,13 +88,10 @@ dataRoutes.get('/insert/status/:trans_id', endpoint('insert/status', { failureFi
  * is retried until it succeeds (storage/retired.ts). An insert of a name accepted before its removal is not applied.
  */
 dataRoutes.post('/remove', endpoint('remove', { failureFields: nothingDone }), authenticate({ allowAppKey: false }), async (c) => {
-  const requested = c.var.params
-    .names()
-    .flatMap((name) => {
-      const match = /^im_name\[(\d+)\]$/.exec(name);
-      return match ? [{ index: Number(match[1]), imName: c.var.params.string(name) ?? '' }] : [];
-    })
-    .sort((a, b) => a.index - b.index);
+  const requested = [...indexedParams(c.var.params)].flatMap(([index, fields]) => {
+    const imName = fields.get('im_name');
+    return imName === undefined ? [] : [{ index, imName }];
+  });
   if (requested.length === 0) throw new ApiError(400, 'im_name[0] is required.');
   if (requested.length > MAX_REMOVE_NAMES) throw new ApiError(400, `At most ${MAX_REMOVE_NAMES} images can be removed per call.`);
 

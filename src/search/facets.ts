@@ -1,5 +1,5 @@
 import type { SchemaField } from '../storage/apps';
-import type { ImageMetadata } from '../storage/images';
+import { fieldValue, type ImageMetadata } from '../storage/images';
 
 /** docs/decisions.md: value counts for string fields, the range for numeric ones. */
 export type Facet =
@@ -9,7 +9,7 @@ export type Facet =
 /** Facets over the ranked results (at most the top 1000): the most frequent values first, ties by value. */
 export function facetsOf(results: ImageMetadata[], request: { fields: SchemaField[]; limit: number; showCount: boolean }): Facet[] {
   return request.fields.map((field): Facet => {
-    const values = results.map((metadata) => metadata[field.name]).filter((value) => value !== undefined);
+    const values = results.map((metadata) => fieldValue(metadata, field.name)).filter((value) => value !== undefined);
     if (field.type === 'int' || field.type === 'float') {
       const numbers = values.map(Number);
       return { key: field.name, range: numbers.length ? { min: Math.min(...numbers), max: Math.max(...numbers) } : null };

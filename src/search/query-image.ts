@@ -41,6 +41,7 @@ async function download(env: Env, url: string): Promise<Uint8Array> {
     if (!(error instanceof DownloadError)) throw error;
     if (error.reason === 'timeout') throw new ApiError(400, SEARCH_ERRORS.downloadTimeout);
     if (error.reason === 'too_large') throw tooLarge();
+    if (error.reason === 'invalid_url') throw new ApiError(400, SEARCH_ERRORS.invalidImageOrUrl);
     throw new ApiError(400, SEARCH_ERRORS.downloadFailed);
   }
 }

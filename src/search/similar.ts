@@ -1,7 +1,7 @@
 import type { Env } from '../env';
 import { matches, pushDown, type Condition, type Filter } from '../filter';
 import type { VectorFilter } from '../ports/vector-index/types';
-import { getImagesByIds, type ImageRow } from '../storage/images';
+import { fieldValue, getImagesByIds, type ImageRow } from '../storage/images';
 import { canPushDown, OBJECT_TYPE_KEY, parseMetadataIndexes, vectorMetadataKey, type MetadataIndexes, type MetadataIndexKind } from '../storage/vector-metadata';
 import { colorVectors, imageIdOfVector, imageVectors, objectVectors } from '../storage/vectors';
 import { facetsOf, type Facet } from './facets';
@@ -96,8 +96,8 @@ function dedup(ranked: Ranked[], threshold: number): Ranked[] {
 }
 
 const compareBy = (field: string, direction: 'asc' | 'desc') => (a: Ranked, b: Ranked): number => {
-  const left = a.image.metadata[field];
-  const right = b.image.metadata[field];
+  const left = fieldValue(a.image.metadata, field);
+  const right = fieldValue(b.image.metadata, field);
   if (left === undefined || right === undefined) return left === right ? 0 : left === undefined ? 1 : -1; // missing last
   const order = left < right ? -1 : left > right ? 1 : 0;
   return direction === 'asc' ? order : -order;
@@ -140,7 +140,7 @@ export async function searchSimilar(env: Env, query: SimilarQuery, options: Sear
     const { field, limit: groupLimit } = options.groupBy;
     const groups = new Map<string, Ranked[]>();
     for (const entry of ranked) {
-      const value = entry.image.metadata[field];
+      const value = fieldValue(entry.image.metadata, field);
       if (value === undefined) continue;
       const group = groups.get(String(value)) ?? [];
       group.push(entry);

@@ -1,7 +1,7 @@
 import { readParam } from '../http/param-schema';
 import type { RequestParams } from '../http/params';
 import type { SchemaField } from '../storage/apps';
-import type { ImageMetadata } from '../storage/images';
+import { fieldValue, type ImageMetadata } from '../storage/images';
 import { ADVANCED } from './advanced';
 
 /**
@@ -20,10 +20,9 @@ export function requestedFields(params: RequestParams, schema: SchemaField[]): s
 
 /** Values as strings, as the spec returns them; a field the image has no value for is left out. */
 export function toValueMap(metadata: ImageMetadata, fields: string[]): Record<string, string> {
-  const map: Record<string, string> = {};
-  for (const field of fields) {
-    const value = metadata[field];
-    if (value !== undefined) map[field] = String(value);
-  }
-  return map;
+  // Made as own properties, as typedMetadata makes the metadata: a field may be named `__proto__`.
+  return Object.fromEntries(fields.flatMap((field) => {
+    const value = fieldValue(metadata, field);
+    return value === undefined ? [] : [[field, String(value)]];
+  }));
 }

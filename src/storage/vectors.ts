@@ -6,7 +6,7 @@ import { embedModelIndexesOf, embedModels } from './embed-models';
 import { metadataBytes, VECTORIZE_LIMITS } from '../ports/vector-index/limits';
 import type { VectorIndex, VectorMetadata } from '../ports/vector-index/types';
 import type { SchemaField } from './apps';
-import type { ImageMetadata } from './images';
+import { fieldValue, type ImageMetadata } from './images';
 import { OBJECT_TYPE_KEY, vectorMetadataKey } from './vector-metadata';
 
 /**
@@ -147,7 +147,7 @@ export function vectorMetadata(metadata: ImageMetadata, schema: SchemaField[]): 
   const carried: VectorMetadata = {};
   for (const field of schema) {
     const key = vectorMetadataKey(field.name);
-    const value = metadata[field.name];
+    const value = fieldValue(metadata, field.name);
     if (key && field.searchable && field.type !== 'text' && value !== undefined) carried[key] = value;
   }
   return carried;

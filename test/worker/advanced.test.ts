@@ -112,6 +112,8 @@ describe('advanced search parameters (spec 4.8)', () => {
     for (const params of ['score_min=-0.1', 'score_max=1.5', 'score_min=abc', 'score_min=0.8&score_max=0.2']) {
       expect(await refused(`im_name=item-1&${params}`)).toMatch(/score_m(in|ax)/);
     }
+    // The exponent form, as Python's str() writes a small float (1e-05), is the same number.
+    expect((await query('im_name=item-1&limit=100&score=true&score_min=5e-1&score_max=9E-1')).body.result).toEqual(body.result);
   });
 
   it('dedup drops copies of the result before; dedup_score_threshold is the least score gap between adjacent results', async () => {
@@ -197,4 +199,36 @@ describe('advanced search parameters (spec 4.8)', () => {
     const grouped = await discoversearch(app, { image: await imageBytes('/images/skimage_coffee.jpg'), group_by: 'brand' });
     expect(grouped).toMatchObject({ status: 200, body: { status: 'fail', error: ['group_by is not supported here.'], objects: [] } });
   });
+});
+
+describe("fields named after Object.prototype's properties", () => {
+  it('hold their own values: an image without one has none, and `__proto__` is stored, filtered, faceted and grouped', async () => {
+    const app = await createApp('prototype-names', [
+      { name: '__proto__', type: 'string', searchable: true },
+      { name: 'toString', type: 'int', searchable: true },
+      { name: 'valueOf', type: 'string', searchable: false },
+    ]);
+    const image = (name: string, file: string, values: Record<string, string> = {}) => ({ im_name: name, im_url: fixtureUrl(`/images/${file}`), ...values });
+    const status = await insertAndWait(app, [
+      image('valued', 'animals_birds_hen.png', { ['__proto__']: 'red', toString: '7', valueOf: 'kept' }),
+      image('bare', 'animals_birds_rooster.png'),
+    ]);
+    expect(status).toMatchObject({ success_count: 2, fail_count: 0 });
+
+    const { body } = await search(app, 'im_name=valued&get_all_fl=true&qinfo=true&facets=__proto__,toString&facets_show_count=true');
+    const answer = body as AdvancedBody;
+    // A computed key: `__proto__:` in a literal would set the prototype instead of a property.
+    expect(answer.qinfo).toEqual({ im_name: 'valued', value_map: { ['__proto__']: 'red', toString: '7', valueOf: 'kept' } });
+    expect(answer.result).toEqual([{ im_name: 'bare', value_map: {} }]);
+    expect(answer.facets).toEqual([
+      { key: '__proto__', items: [] },
+      { key: 'toString', range: null },
+    ]);
+    const filtered = async (fq: string) => (await search(app, `im_name=bare&fq=${encodeURIComponent(fq)}`)).body.result.map((item) => item.im_name);
+    expect(await filtered('__proto__:red')).toEqual(['valued']);
+    expect(await filtered('toString:7')).toEqual(['valued']);
+    expect(await filtered('__proto__:blue')).toEqual([]);
+    const grouped = (await search(app, 'im_name=bare&group_by=__proto__')).body as AdvancedBody;
+    expect(grouped.group_results).toEqual([{ group_by_value: 'red', result: [{ im_name: 'valued' }] }]);
+  }, 120_000);
 });

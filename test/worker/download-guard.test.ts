@@ -7,7 +7,7 @@ import {
   type DownloadFailure,
   type DownloadOptions,
 } from '../../src/download/download';
-import { checkUrl, specialRange, type UrlPolicy } from '../../src/download/url-guard';
+import { checkUrl, specialRange, UrlRefused, type UrlPolicy } from '../../src/download/url-guard';
 import { createApp, fixtureUrl, hits, insert, insertAndWait, uploadsearch, waitForTransaction } from './helpers';
 
 const IMAGE = 'animals_birds_hen.png';
@@ -45,7 +45,8 @@ async function expectFailure(url: string, options: DownloadOptions, reason: Down
 const verdict = async (url: string, policy: UrlPolicy): Promise<string> =>
   checkUrl(new URL(url), policy, AbortSignal.timeout(5000)).then(
     () => 'allowed',
-    (error: unknown) => (error as Error).name,
+    // An unsupported scheme is a kind of refusal (download.ts tells it apart as an invalid URL).
+    (error: unknown) => (error instanceof UrlRefused ? 'UrlRefused' : (error as Error).name),
   );
 
 describe('address rules', () => {

@@ -30,6 +30,10 @@ describe('POST /insert validation (spec 7.2)', () => {
     ['a float field with text', { im_name: 'a', im_url: HEN, price: 'cheap' }, 109, 'price should be of data type float.'],
     ['an int field with a fraction', { im_name: 'a', im_url: HEN, stock: '1.5' }, 109, 'stock should be of data type int.'],
     ['an int field past 2^53', { im_name: 'a', im_url: HEN, stock: '9007199254740993' }, 109, 'stock should be of data type int.'],
+    // Number() reads these; the filter language does not, so a stored value could never be matched.
+    ['a float field in hex', { im_name: 'a', im_url: HEN, price: '0x10' }, 109, 'price should be of data type float.'],
+    ['a float field in binary', { im_name: 'a', im_url: HEN, price: '0b11' }, 109, 'price should be of data type float.'],
+    ['a float field of Infinity', { im_name: 'a', im_url: HEN, price: 'Infinity' }, 109, 'price should be of data type float.'],
     // 5000 characters, but 15 KB: more than the vector index holds as filterable metadata (10 KiB a vector).
     ['a searchable value too large in bytes for the vector index', { im_name: 'a', im_url: HEN, brand: '€'.repeat(5000) }, 106, 'brand exceeds length limit.'],
   ])('rejects %s', async (_, image, code, message) => {
@@ -54,6 +58,24 @@ describe('POST /insert validation (spec 7.2)', () => {
     const app = await createApp('shop', schema);
     const body = await (await insert(app, [image])).json<InsertBody>();
     expect(body).toMatchObject({ status: 'OK', total: 1, error: [] });
+  });
+
+  it('refuses a key given twice under two spellings of one index, as a repeated parameter', async () => {
+    const app = await createApp();
+    const form = new URLSearchParams({ 'im_name[0]': 'first', 'im_name[00]': 'second', 'im_url[0]': FAILING });
+    const response = await call('/insert', { method: 'POST', headers: basicAuth(app), body: form });
+    expect(await response.json()).toMatchObject({ status: 'fail', method: 'insert', error: ['im_name[0] must be given only once.'] });
+  });
+
+  it('reads an urlencoded body as it reads the query string: a malformed escape stays in the value', async () => {
+    const app = await createApp();
+    const body = `im_name[0]=pct%ZZname&im_url[0]=${encodeURIComponent(FAILING)}`;
+    const headers = { ...basicAuth(app), 'content-type': 'application/x-www-form-urlencoded' };
+    const inBody = await (await call('/insert', { method: 'POST', headers, body })).json<InsertBody>();
+    const inQuery = await (await call(`/insert?${body}`, { method: 'POST', headers: basicAuth(app) })).json<InsertBody>();
+    expect(inBody.status).toBe('fail');
+    expect(inBody.error).toContainEqual({ index: 0, im_name: 'pct%ZZname', error_code: 107, error_message: 'Invalid im_name.' });
+    expect(inBody.error).toEqual(inQuery.error);
   });
 
   it('accepts exactly 100 images and refuses 101 (103), keeping nothing of the refused call', async () => {

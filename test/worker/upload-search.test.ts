@@ -93,6 +93,10 @@ describe('POST /uploadsearch', () => {
     expect(await uploadsearch(app, { im_url: fixtureUrl(path) })).toEqual(failedUpload(message));
   });
 
+  it.each(['not a url', 'ftp://127.0.0.1/x.jpg', 'file:///etc/passwd'])('answers that %s is no image URL, not to try again later', async (url) => {
+    expect(await uploadsearch(app, { im_url: url })).toEqual(failedUpload('Invalid image or im_url.'));
+  });
+
   it('refuses a file over 10 MB as too large', async () => {
     const big = new Blob([await (await imageBytes('/images/skimage_coffee.jpg')).arrayBuffer(), new Uint8Array(10 * 1024 * 1024)]);
     expect(await uploadsearch(app, { image: big })).toEqual(failedUpload('The image file exceeds the 10MB limit.'));
