@@ -64,7 +64,8 @@ async function appOrNotFound(db: D1Database, appId: string): Promise<AppRecord> 
 
 adminRoutes.get('/apps/:app_id', async (c) => {
   const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
-  return c.json({ status: 'OK', ...describe(app), schema: { fields: await getSchema(c.env.DB, app.id) } });
+  const fields = (await getSchema(c.env.DB, app.id)).map(({ name, type, searchable }) => ({ name, type, searchable }));
+  return c.json({ status: 'OK', ...describe(app), schema: { fields } });
 });
 
 /**

@@ -2,7 +2,7 @@ import { FilterError, parseFilters, type Filter } from '../filter';
 import { invalidParameter } from '../http/envelope';
 import { readParam } from '../http/param-schema';
 import type { RequestParams } from '../http/params';
-import type { AppRecord, SchemaField } from '../storage/apps';
+import type { AppRecord, SchemaField, StoredField } from '../storage/apps';
 import { ADVANCED } from './advanced';
 import { readPaging, type Paging } from './paging';
 import { requestedFields } from './value-map';
@@ -16,6 +16,8 @@ export type SearchOptions = {
   /** Metadata fields for `value_map`; null for none. */
   fields: string[] | null;
   filter: Filter;
+  /** Fields every vector carries (StoredField): only conditions on them may be applied by the vector index. */
+  carriedFields: ReadonlySet<string>;
   scoreRange: { min: number; max: number };
   /** A result whose score is within `threshold` of the one kept before it is dropped. */
   dedup: { threshold: number } | null;
@@ -63,7 +65,7 @@ function readSortBy(params: RequestParams, schema: SchemaField[]): SortBy | null
 
 export function readSearchOptions(
   params: RequestParams,
-  schema: SchemaField[],
+  schema: StoredField[],
   app: AppRecord,
   endpoint: { limitName: 'limit' | 'result_limit'; allowGroupBy: boolean },
 ): SearchOptions {
@@ -81,6 +83,7 @@ export function readSearchOptions(
     withScore: readParam(params, ADVANCED, 'score'),
     fields: requestedFields(params, schema),
     filter,
+    carriedFields: new Set(schema.filter((field) => field.carried).map((field) => field.name)),
     scoreRange,
     dedup: readParam(params, ADVANCED, 'dedup')
       ? { threshold: readParam(params, ADVANCED, 'dedup_score_threshold') }

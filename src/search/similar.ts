@@ -44,13 +44,13 @@ const indexKind = (condition: Condition): MetadataIndexKind | undefined =>
 
 /**
  * The part of the filter the vector index applies itself (equality, `in` and ranges on fields with a metadata
- * index of the condition's kind), so that a filtered query still fills its depth with matching images. Every
- * filter is checked exactly again after the query.
+ * index of the condition's kind, carried by every vector), so that a filtered query still fills its depth with
+ * matching images. Every filter is checked exactly again after the query.
  */
-export function indexFilter(filter: Filter, indexes: MetadataIndexes): VectorFilter | undefined {
+export function indexFilter(filter: Filter, indexes: MetadataIndexes, carriedFields: ReadonlySet<string>): VectorFilter | undefined {
   const conditions = filter.conditions.filter((condition) => {
     const kind = indexKind(condition);
-    return kind !== undefined && canPushDown(indexes, condition.field, kind);
+    return kind !== undefined && carriedFields.has(condition.field) && canPushDown(indexes, condition.field, kind);
   });
   const pushed = pushDown({ conditions, ignoredFields: [] }).vectorFilter;
   if (!pushed) return undefined;
@@ -58,8 +58,8 @@ export function indexFilter(filter: Filter, indexes: MetadataIndexes): VectorFil
 }
 
 /** Nearest vectors in the application's namespace, at a fixed depth so that `total` and ranks agree across pages. */
-async function candidates(env: Env, query: SimilarQuery, filter: Filter, depth: number): Promise<Candidate[]> {
-  const pushed = indexFilter(filter, parseMetadataIndexes(env.VECTOR_METADATA_INDEXES));
+async function candidates(env: Env, query: SimilarQuery, search: SearchOptions, depth: number): Promise<Candidate[]> {
+  const pushed = indexFilter(search.filter, parseMetadataIndexes(env.VECTOR_METADATA_INDEXES), search.carriedFields);
   const options = { topK: depth, namespace: query.appId, ...(pushed ? { filter: pushed } : {}) };
   if (query.space === 'color') {
     const found = await colorVectors(env).query(query.vector, options);
@@ -110,7 +110,7 @@ const compareBy = (field: string, direction: 'asc' | 'desc') => (a: Ranked, b: R
  */
 export async function searchSimilar(env: Env, query: SimilarQuery, options: SearchOptions): Promise<SearchPage> {
   const excluded = new Set(query.excludeIds ?? []);
-  const found = (await candidates(env, query, options.filter, Math.min(MAX_RESULTS + excluded.size, imageVectors(env, query.embedModel).maxTopK))).filter(
+  const found = (await candidates(env, query, options, Math.min(MAX_RESULTS + excluded.size, imageVectors(env, query.embedModel).maxTopK))).filter(
     (candidate) => !excluded.has(candidate.imageId),
   );
   const images = await getImagesByIds(env.DB, query.appId, [...new Set(found.map((candidate) => candidate.imageId))]);

@@ -1,4 +1,5 @@
 import { formatTimestamp } from '../time';
+import { forgetNumbers, NUMBER_TAKEN, takeNumber } from './sequence';
 
 export const FIELD_TYPES = ['string', 'int', 'float', 'text'] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
@@ -106,21 +107,49 @@ export async function updateSettings(db: D1Database, appId: string, settings: Ap
     .run();
 }
 
-export async function getSchema(db: D1Database, appId: string): Promise<SchemaField[]> {
+/**
+ * A field as stored: `carried` when every image's vectors carry its value as metadata (vectorMetadata), so that the
+ * vector index may filter on it; not so from the moment it becomes searchable or changes type while the application
+ * has images, until each of them is inserted again (migrations/0013).
+ */
+export type StoredField = SchemaField & { carried: boolean };
+
+export async function getSchema(db: D1Database, appId: string): Promise<StoredField[]> {
+  // The oldest image is looked for only while some field is not carried by every vector.
   const { results } = await db
-    .prepare('SELECT name, type, searchable FROM app_fields WHERE app_id = ? ORDER BY name')
+    .prepare(
+      `SELECT name, type, searchable,
+         carried_from = 0 OR carried_from <= coalesce((SELECT min(id) FROM images WHERE app_id = ?1), carried_from) AS carried
+       FROM app_fields WHERE app_id = ?1 ORDER BY name`,
+    )
     .bind(appId)
-    .all<{ name: string; type: FieldType; searchable: number }>();
-  return results.map((row) => ({ name: row.name, type: row.type, searchable: row.searchable === 1 }));
+    .all<{ name: string; type: FieldType; searchable: number; carried: number }>();
+  return results.map((row) => ({ name: row.name, type: row.type, searchable: row.searchable === 1, carried: row.carried === 1 }));
 }
 
+/**
+ * A field kept as it was keeps its `carried_from`; a new or changed one takes a number of the image sequence, above
+ * every version accepted before, so only versions accepted after (whose vectors the consumer writes with the schema
+ * it reads then) count as carrying it.
+ */
 export async function replaceSchema(db: D1Database, appId: string, fields: SchemaField[]): Promise<void> {
+  const { results } = await db
+    .prepare('SELECT name, type, searchable, carried_from FROM app_fields WHERE app_id = ?')
+    .bind(appId)
+    .all<{ name: string; type: FieldType; searchable: number; carried_from: number }>();
+  const before = new Map(results.map((row) => [row.name, row]));
+  const unchanged = (field: SchemaField): number | undefined => {
+    const old = before.get(field.name);
+    return old && old.type === field.type && old.searchable === (field.searchable ? 1 : 0) ? old.carried_from : undefined;
+  };
   await db.batch([
+    takeNumber(db),
     db.prepare('DELETE FROM app_fields WHERE app_id = ?').bind(appId),
     ...fields.map((field) =>
       db
-        .prepare('INSERT INTO app_fields (app_id, name, type, searchable) VALUES (?, ?, ?, ?)')
-        .bind(appId, field.name, field.type, field.searchable ? 1 : 0),
+        .prepare(`INSERT INTO app_fields (app_id, name, type, searchable, carried_from) VALUES (?, ?, ?, ?, coalesce(?, ${NUMBER_TAKEN}))`)
+        .bind(appId, field.name, field.type, field.searchable ? 1 : 0, unchanged(field) ?? null),
     ),
+    forgetNumbers(db),
   ]);
 }

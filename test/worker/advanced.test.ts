@@ -1,5 +1,7 @@
+import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createApp, discoversearch, fixtureUrl, imageBytes, insertAndWait, search, uploadsearch, type Credentials, type SearchBody } from './helpers';
+import { getSchema } from '../../src/storage/apps';
+import { adminHeaders, call, createApp, discoversearch, fixtureUrl, imageBytes, insertAndWait, search, uploadsearch, type Credentials, type SearchBody } from './helpers';
 
 /** 200 catalog images: every usable shared image twice, under two names, with metadata of all four types. */
 const BRANDS = ['acme', 'globex', 'initech', 'umbrella'];
@@ -231,4 +233,30 @@ describe("fields named after Object.prototype's properties", () => {
     const grouped = (await search(app, 'im_name=bare&group_by=__proto__')).body as AdvancedBody;
     expect(grouped.group_results).toEqual([{ group_by_value: 'red', result: [{ im_name: 'valued' }] }]);
   }, 120_000);
+});
+
+describe('a field made searchable after its images were inserted', () => {
+  it('is filtered exactly at once, and by the vector index only once every image was inserted again', async () => {
+    const app = await createApp('late-searchable', [{ name: 'price', type: 'float', searchable: false }]);
+    const files = ['animals_birds_hen.png', 'animals_birds_rooster.png', 'animals_birds_penguin.png', 'animals_birds_magpie.png'];
+    const images = files.map((file, i) => ({ im_name: `p${i}`, im_url: fixtureUrl(`/images/${file}`), price: String(10 * (i + 1)) }));
+    await insertAndWait(app, images);
+    const schema = await call(`/admin/apps/${app.app_id}/schema`, {
+      method: 'PUT',
+      headers: adminHeaders,
+      body: JSON.stringify({ fields: [{ name: 'price', type: 'float', searchable: true }] }),
+    });
+    expect(schema.status).toBe(200);
+    const carried = async () => (await getSchema(env.DB, app.app_id)).find((field) => field.name === 'price')!.carried;
+    expect(await carried()).toBe(false);
+    // The vectors were written without the price: a filter the index applied would find none of them.
+    const found = async () => (await search(app, `im_name=p0&fq=${encodeURIComponent('price:15,35')}`)).body.result.map((item) => item.im_name).sort();
+    expect(await found()).toEqual(['p1', 'p2']);
+
+    await insertAndWait(app, images.slice(0, 3));
+    expect(await carried()).toBe(false);
+    await insertAndWait(app, images.slice(3));
+    expect(await carried()).toBe(true);
+    expect(await found()).toEqual(['p1', 'p2']);
+  }, 180_000);
 });
