@@ -63,7 +63,13 @@ const parseUrl = (url: string, base?: URL): URL => {
 async function fetchGuarded(url: string, options: DownloadOptions, signal: AbortSignal): Promise<Response> {
   let target = parseUrl(url);
   for (let hop = 0; ; hop++) {
-    await checkUrl(target, options, signal);
+    try {
+      await checkUrl(target, options, signal);
+    } catch (error) {
+      // Only the given URL can be an invalid one; a redirect elsewhere makes it unreachable.
+      if (hop > 0 && error instanceof UnsupportedScheme) throw new DownloadError('unreachable', `${error.message}: redirect from ${url}`);
+      throw error;
+    }
     const response = await fetch(target, { signal, redirect: 'manual' });
     const location = response.headers.get('location');
     if (!REDIRECT_STATUSES.has(response.status) || location === null) return response;

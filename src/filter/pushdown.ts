@@ -29,21 +29,22 @@ const vectorCondition = (condition: Condition): VectorFilter[string] | undefined
 const byteLength = (text: string): number => new TextEncoder().encode(text).byteLength;
 
 export function pushDown(filter: Filter): PushDown {
-  const vectorFilter: VectorFilter = {};
+  // Entries, made into an object at the end: a field may be named `__proto__`, which an assignment would not add.
+  const pushedSoFar: [string, VectorFilter[string]][] = [];
   const residual: Condition[] = [];
   for (const condition of filter.conditions) {
     const pushed = vectorCondition(condition);
     if (pushed !== undefined) {
-      const candidate = { ...vectorFilter, [condition.field]: pushed };
-      if (byteLength(JSON.stringify(candidate)) <= VECTORIZE_LIMITS.maxFilterBytes) {
-        vectorFilter[condition.field] = pushed;
+      const candidate: [string, VectorFilter[string]][] = [...pushedSoFar, [condition.field, pushed]];
+      if (byteLength(JSON.stringify(Object.fromEntries(candidate))) <= VECTORIZE_LIMITS.maxFilterBytes) {
+        pushedSoFar.push([condition.field, pushed]);
         continue;
       }
     }
     residual.push(condition);
   }
   return {
-    vectorFilter: Object.keys(vectorFilter).length > 0 ? vectorFilter : undefined,
+    vectorFilter: pushedSoFar.length > 0 ? Object.fromEntries(pushedSoFar) : undefined,
     residual: { conditions: residual, ignoredFields: filter.ignoredFields },
   };
 }

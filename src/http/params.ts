@@ -57,8 +57,11 @@ function partCount(bytes: Uint8Array, type: string): number {
   return Math.max(0, count - 1);
 }
 
-/** Parsed as the query string is: workerd's formData() drops the `%` of a malformed escape that URLSearchParams keeps. */
-const urlencodedForm = (body: Uint8Array): URLSearchParams => new URLSearchParams(new TextDecoder().decode(body));
+/**
+ * Parsed as the query string is: workerd's formData() drops the `%` of a malformed escape that URLSearchParams keeps.
+ * The `&` keeps a leading `?`, which the constructor would strip from a string but the form parser does not.
+ */
+const urlencodedForm = (body: Uint8Array): URLSearchParams => new URLSearchParams(`&${new TextDecoder().decode(body)}`);
 
 async function multipartForm(body: Uint8Array, type: string): Promise<FormData> {
   try {

@@ -1,5 +1,6 @@
 import { formatTimestamp } from '../time';
 import { forgetNumbers, NUMBER_TAKEN, takeNumber } from './sequence';
+import { isCarriedByVectors } from './vectors';
 
 export const FIELD_TYPES = ['string', 'int', 'float', 'text'] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
@@ -108,18 +109,19 @@ export async function updateSettings(db: D1Database, appId: string, settings: Ap
 }
 
 /**
- * A field as stored: `carried` when every image's vectors carry its value as metadata (vectorMetadata), so that the
- * vector index may filter on it; not so from the moment it becomes searchable or changes type while the application
- * has images, until each of them is inserted again (migrations/0013).
+ * A field as stored: `carried` when every image's vectors carry its values (vectorMetadata), so that the vector index
+ * may filter on it; not so from the moment it becomes carried while the application has images (made searchable,
+ * added, or turned from text), until each of them is inserted again (migrations/0013).
  */
 export type StoredField = SchemaField & { carried: boolean };
 
 export async function getSchema(db: D1Database, appId: string): Promise<StoredField[]> {
-  // The oldest image is looked for only while some field is not carried by every vector.
+  // The oldest image is looked up only for a field not carried by every vector since the beginning.
   const { results } = await db
     .prepare(
       `SELECT name, type, searchable,
-         carried_from = 0 OR carried_from <= coalesce((SELECT min(id) FROM images WHERE app_id = ?1), carried_from) AS carried
+         CASE WHEN carried_from IS NULL THEN 0 WHEN carried_from = 0 THEN 1
+           ELSE carried_from <= coalesce((SELECT min(id) FROM images WHERE app_id = ?1), carried_from) END AS carried
        FROM app_fields WHERE app_id = ?1 ORDER BY name`,
     )
     .bind(appId)
@@ -128,27 +130,23 @@ export async function getSchema(db: D1Database, appId: string): Promise<StoredFi
 }
 
 /**
- * A field kept as it was keeps its `carried_from`; a new or changed one takes a number of the image sequence, above
- * every version accepted before, so only versions accepted after (whose vectors the consumer writes with the schema
- * it reads then) count as carrying it.
+ * A field vectors carried before and still carry keeps its `carried_from`; one they begin to carry takes a number of
+ * the image sequence, above every version accepted before, so that only versions accepted after (whose vectors the
+ * consumer writes with the schema it reads then) count as carrying it. Decided inside the batch, against the stored
+ * row, so that two replacements at once cannot keep a number the other one changed.
  */
 export async function replaceSchema(db: D1Database, appId: string, fields: SchemaField[]): Promise<void> {
-  const { results } = await db
-    .prepare('SELECT name, type, searchable, carried_from FROM app_fields WHERE app_id = ?')
-    .bind(appId)
-    .all<{ name: string; type: FieldType; searchable: number; carried_from: number }>();
-  const before = new Map(results.map((row) => [row.name, row]));
-  const unchanged = (field: SchemaField): number | undefined => {
-    const old = before.get(field.name);
-    return old && old.type === field.type && old.searchable === (field.searchable ? 1 : 0) ? old.carried_from : undefined;
-  };
   await db.batch([
     takeNumber(db),
-    db.prepare('DELETE FROM app_fields WHERE app_id = ?').bind(appId),
+    db.prepare('DELETE FROM app_fields WHERE app_id = ? AND name NOT IN (SELECT value FROM json_each(?))').bind(appId, JSON.stringify(fields.map((field) => field.name))),
     ...fields.map((field) =>
       db
-        .prepare(`INSERT INTO app_fields (app_id, name, type, searchable, carried_from) VALUES (?, ?, ?, ?, coalesce(?, ${NUMBER_TAKEN}))`)
-        .bind(appId, field.name, field.type, field.searchable ? 1 : 0, unchanged(field) ?? null),
+        .prepare(
+          `INSERT INTO app_fields (app_id, name, type, searchable, carried_from) VALUES (?, ?, ?, ?, CASE WHEN ? THEN ${NUMBER_TAKEN} END)
+           ON CONFLICT (app_id, name) DO UPDATE SET type = excluded.type, searchable = excluded.searchable,
+             carried_from = CASE WHEN excluded.carried_from IS NULL THEN NULL ELSE coalesce(app_fields.carried_from, excluded.carried_from) END`,
+        )
+        .bind(appId, field.name, field.type, field.searchable ? 1 : 0, isCarriedByVectors(field) ? 1 : 0),
     ),
     forgetNumbers(db),
   ]);

@@ -146,12 +146,15 @@ async function deleteFrom(indexes: HeldVectors[], images: { id: number; object_c
 export function vectorMetadata(metadata: ImageMetadata, schema: SchemaField[]): VectorMetadata {
   const carried: VectorMetadata = {};
   for (const field of schema) {
-    const key = vectorMetadataKey(field.name);
     const value = fieldValue(metadata, field.name);
-    if (key && field.searchable && field.type !== 'text' && value !== undefined) carried[key] = value;
+    if (isCarriedByVectors(field) && value !== undefined) carried[vectorMetadataKey(field.name)!] = value;
   }
   return carried;
 }
+
+/** Whether vectors carry a field's values: searchable, not text, and named as a metadata key may be. */
+export const isCarriedByVectors = (field: SchemaField): boolean =>
+  field.searchable && field.type !== 'text' && vectorMetadataKey(field.name) !== undefined;
 
 /** Object vectors carry the product type besides the image's metadata: room for a type name of this many bytes. */
 const OBJECT_TYPE_ROOM = { [OBJECT_TYPE_KEY]: 'x'.repeat(64) };

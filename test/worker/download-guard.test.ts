@@ -261,6 +261,12 @@ describe('downloadImage redirects', () => {
     expect(await hits(refusedTarget)).toBe(0);
   });
 
+  it('tells a URL that is none from a redirect to one: invalid, then unreachable', async () => {
+    await expectFailure('ftp://127.0.0.1/a.jpg', LOCAL, 'invalid_url', 'scheme ftp:');
+    await expectFailure('not a url', LOCAL, 'invalid_url', 'not a URL');
+    await expectFailure(redirectTo('ftp://127.0.0.1/a.jpg'), LOCAL, 'unreachable', 'scheme ftp:');
+  });
+
   it(`follows at most ${MAX_REDIRECTS} redirects`, async () => {
     const target = imagePath('hops');
     await expectImage(nest(fixtureUrl(target), MAX_REDIRECTS), LOCAL);

@@ -46,6 +46,8 @@ describe('VECTOR_METADATA_INDEXES: which fields filters push down to the vector 
       m_count: { $gte: 1, $lte: 10 },
       m_price: { $eq: 5 },
     });
+    const prototypeNamed = parseFilters(['__proto__:red'], [{ name: '__proto__', type: 'string', searchable: true }], { textDefaultOperator: 'AND' });
+    expect(indexFilter(prototypeNamed, parseMetadataIndexes('*'), new Set(['__proto__']))).toEqual({ m___proto__: { $eq: 'red' } });
     // A field some vectors do not carry yet (made searchable after they were written) is left to the exact check.
     expect(indexFilter(filter('brand:nike', 'price:5'), parseMetadataIndexes('*'), new Set(['price']))).toEqual({ m_price: { $eq: 5 } });
   });
