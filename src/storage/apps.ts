@@ -110,8 +110,8 @@ export async function updateSettings(db: D1Database, appId: string, settings: Ap
 
 /**
  * A field as stored: `carried` when every image's vectors carry its values (vectorMetadata), so that the vector index
- * may filter on it; not so from the moment it becomes carried while the application has images (made searchable,
- * added, or turned from text), until each of them is inserted again (migrations/0013).
+ * may filter on it; not so from the moment vectors begin to carry it while images hold values for it (made
+ * searchable, or turned from text), until each of them is inserted again (migrations/0013).
  */
 export type StoredField = SchemaField & { carried: boolean };
 
@@ -130,23 +130,31 @@ export async function getSchema(db: D1Database, appId: string): Promise<StoredFi
 }
 
 /**
- * A field vectors carried before and still carry keeps its `carried_from`; one they begin to carry takes a number of
- * the image sequence, above every version accepted before, so that only versions accepted after (whose vectors the
- * consumer writes with the schema it reads then) count as carrying it. Decided inside the batch, against the stored
- * row, so that two replacements at once cannot keep a number the other one changed.
+ * A field vectors carried before and still carry keeps its `carried_from`. One they begin to carry is carried by
+ * every vector at once (0) when no image and no pending insert or update of the application has a value for it, as
+ * for a field just added; otherwise it takes a number of the image sequence, above every version accepted before, so
+ * that only versions accepted after (whose vectors the consumer writes with the schema it reads then) count as
+ * carrying it. Decided inside the batch, against the stored rows, so that no insert or other replacement comes between.
  */
 export async function replaceSchema(db: D1Database, appId: string, fields: SchemaField[]): Promise<void> {
+  const stored = '(SELECT carried_from FROM app_fields WHERE app_id = ?1 AND name = ?2)';
+  const hasValues = `EXISTS (SELECT 1 FROM images WHERE app_id = ?1 AND json_type(metadata, ?6) IS NOT NULL)
+    OR EXISTS (SELECT 1 FROM insert_items JOIN insert_transactions ON insert_transactions.id = insert_items.trans_id
+               WHERE insert_transactions.app_id = ?1 AND insert_items.state = 'pending' AND json_type(insert_items.metadata, ?6) IS NOT NULL)`;
   await db.batch([
     takeNumber(db),
     db.prepare('DELETE FROM app_fields WHERE app_id = ? AND name NOT IN (SELECT value FROM json_each(?))').bind(appId, JSON.stringify(fields.map((field) => field.name))),
     ...fields.map((field) =>
       db
         .prepare(
-          `INSERT INTO app_fields (app_id, name, type, searchable, carried_from) VALUES (?, ?, ?, ?, CASE WHEN ? THEN ${NUMBER_TAKEN} END)
-           ON CONFLICT (app_id, name) DO UPDATE SET type = excluded.type, searchable = excluded.searchable,
-             carried_from = CASE WHEN excluded.carried_from IS NULL THEN NULL ELSE coalesce(app_fields.carried_from, excluded.carried_from) END`,
+          // The CASE looks for values only for a field the vectors begin to carry.
+          `INSERT INTO app_fields (app_id, name, type, searchable, carried_from)
+           SELECT ?1, ?2, ?3, ?4, CASE WHEN NOT ?5 THEN NULL WHEN ${stored} IS NOT NULL THEN ${stored}
+                                       WHEN ${hasValues} THEN ${NUMBER_TAKEN} ELSE 0 END WHERE true
+           ON CONFLICT (app_id, name) DO UPDATE SET type = excluded.type, searchable = excluded.searchable, carried_from = excluded.carried_from`,
         )
-        .bind(appId, field.name, field.type, field.searchable ? 1 : 0, isCarriedByVectors(field) ? 1 : 0),
+        // Field names hold no quote (admin/bodies.ts), so the JSON path needs no escaping.
+        .bind(appId, field.name, field.type, field.searchable ? 1 : 0, isCarriedByVectors(field) ? 1 : 0, `$."${field.name}"`),
     ),
     forgetNumbers(db),
   ]);
