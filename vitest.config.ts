@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-plugin';
 import { defineConfig } from 'vitest/config';
@@ -33,6 +34,9 @@ export default defineConfig({
     globalSetup: ['./test/support/global-setup.ts'],
     setupFiles: ['./test/worker/apply-migrations.ts'],
     testTimeout: 120_000,
+    // Two files at a time even on two cores: a Worker test mostly waits for queue batches and polls, not for CPU
+    // (the suite took 600 s one file at a time, 371-393 s two at a time, here).
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     // The Worker logs one line per request (src/http/middleware.ts): thousands in a run, shown only on failure.
     onConsoleLog: (log) => !log.includes('"event":"request"'),
     hookTimeout: 180_000,
