@@ -42,7 +42,6 @@ export async function downloadImage(url: string, options: DownloadOptions): Prom
   } catch (error) {
     if (error instanceof DownloadError) throw error;
     if (error instanceof BodyTooLarge) throw new DownloadError('too_large', `${error.message} at ${url}`);
-    if (error instanceof UnsupportedScheme) throw new DownloadError('invalid_url', error.message);
     if (error instanceof UrlRefused) throw new DownloadError('refused', error.message);
     if (error instanceof LookupFailed) throw new DownloadError('unreachable', error.message);
     if (signal.aborted) throw new DownloadError('timeout', `timed out after ${options.timeoutMs} ms: ${url}`);
@@ -67,7 +66,7 @@ async function fetchGuarded(url: string, options: DownloadOptions, signal: Abort
       await checkUrl(target, options, signal);
     } catch (error) {
       // Only the given URL can be an invalid one; a redirect elsewhere makes it unreachable.
-      if (hop > 0 && error instanceof UnsupportedScheme) throw new DownloadError('unreachable', `${error.message}: redirect from ${url}`);
+      if (error instanceof UnsupportedScheme) throw new DownloadError(hop === 0 ? 'invalid_url' : 'unreachable', `${error.message}: ${url}`);
       throw error;
     }
     const response = await fetch(target, { signal, redirect: 'manual' });

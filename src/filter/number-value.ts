@@ -10,7 +10,6 @@ import type { Condition, NumericType } from './types';
  * (`1.5`, `.5`, `2e-3`), finite. -0 reads as 0.
  */
 
-
 function parseNumber(field: string, type: NumericType, text: string): number {
   const trimmed = text.trim();
   if (type === 'int') {

@@ -1,6 +1,6 @@
 import { formatTimestamp } from '../time';
 import { forgetNumbers, NUMBER_TAKEN, takeNumber } from './sequence';
-import { isCarriedByVectors } from './vectors';
+import { isCarriedByVectors } from './vector-metadata';
 
 export const FIELD_TYPES = ['string', 'int', 'float', 'text'] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
@@ -147,10 +147,10 @@ export async function replaceSchema(db: D1Database, appId: string, fields: Schem
     ...fields.map((field) =>
       db
         .prepare(
-          // The CASE looks for values only for a field the vectors begin to carry.
+          // coalesce evaluates its arguments in turn: values are looked for only for a field the vectors begin to carry.
           `INSERT INTO app_fields (app_id, name, type, searchable, carried_from)
-           SELECT ?1, ?2, ?3, ?4, CASE WHEN NOT ?5 THEN NULL WHEN ${stored} IS NOT NULL THEN ${stored}
-                                       WHEN ${hasValues} THEN ${NUMBER_TAKEN} ELSE 0 END WHERE true
+           SELECT ?1, ?2, ?3, ?4, CASE WHEN ?5 THEN coalesce(${stored}, CASE WHEN ${hasValues} THEN ${NUMBER_TAKEN} ELSE 0 END) END
+           WHERE true
            ON CONFLICT (app_id, name) DO UPDATE SET type = excluded.type, searchable = excluded.searchable, carried_from = excluded.carried_from`,
         )
         // Field names hold no quote (admin/bodies.ts), so the JSON path needs no escaping.

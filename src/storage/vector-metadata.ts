@@ -20,6 +20,10 @@ export const MAX_METADATA_INDEXES = 10;
 const METADATA_KEY = /^[A-Za-z0-9_-]{1,48}$/;
 export const vectorMetadataKey = (field: string): string | undefined => (METADATA_KEY.test(field) ? `m_${field}` : undefined);
 
+/** Whether vectors carry a field's values (storage/vectors.ts): searchable, not text, and named as a metadata key may be. */
+export const isCarriedByVectors = (field: { name: string; type: string; searchable: boolean }): boolean =>
+  field.searchable && field.type !== 'text' && vectorMetadataKey(field.name) !== undefined;
+
 /**
  * Reads `VECTOR_METADATA_INDEXES`: `*` (every field), empty (none), or `field:kind` pairs separated by commas,
  * e.g. `brand:string, price:number`. Throws on anything else, naming the bad entry.

@@ -7,7 +7,7 @@ import { metadataBytes, VECTORIZE_LIMITS } from '../ports/vector-index/limits';
 import type { VectorIndex, VectorMetadata } from '../ports/vector-index/types';
 import type { SchemaField } from './apps';
 import { fieldValue, type ImageMetadata } from './images';
-import { OBJECT_TYPE_KEY, vectorMetadataKey } from './vector-metadata';
+import { isCarriedByVectors, OBJECT_TYPE_KEY, vectorMetadataKey } from './vector-metadata';
 
 /**
  * How the catalog lives in the vector indexes. Each image has one whole-image vector in the image index (id: the
@@ -151,10 +151,6 @@ export function vectorMetadata(metadata: ImageMetadata, schema: SchemaField[]): 
   }
   return carried;
 }
-
-/** Whether vectors carry a field's values: searchable, not text, and named as a metadata key may be. */
-export const isCarriedByVectors = (field: SchemaField): boolean =>
-  field.searchable && field.type !== 'text' && vectorMetadataKey(field.name) !== undefined;
 
 /** Object vectors carry the product type besides the image's metadata: room for a type name of this many bytes. */
 const OBJECT_TYPE_ROOM = { [OBJECT_TYPE_KEY]: 'x'.repeat(64) };

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { getSchema } from '../../src/storage/apps';
-import { adminHeaders, call, createApp, discoversearch, fixtureUrl, imageBytes, insertAndWait, search, uploadsearch, type Credentials, type SearchBody } from './helpers';
+import { createApp, discoversearch, fixtureUrl, imageBytes, insertAndWait, replaceSchema, search, uploadsearch, type Credentials, type SearchBody } from './helpers';
 
 /** 200 catalog images: every usable shared image twice, under two names, with metadata of all four types. */
 const BRANDS = ['acme', 'globex', 'initech', 'umbrella'];
@@ -250,12 +250,8 @@ describe('a field made searchable after its images were inserted', () => {
     const files = ['animals_birds_hen.png', 'animals_birds_rooster.png', 'animals_birds_penguin.png', 'animals_birds_magpie.png'];
     const images = files.map((file, i) => ({ im_name: `p${i}`, im_url: fixtureUrl(`/images/${file}`), price: String(10 * (i + 1)), story: `bird ${i}` }));
     await insertAndWait(app, images);
-    const replaceSchema = async (fields: { name: string; type: string; searchable: boolean }[]) => {
-      const response = await call(`/admin/apps/${app.app_id}/schema`, { method: 'PUT', headers: adminHeaders, body: JSON.stringify({ fields }) });
-      expect(response.status).toBe(200);
-    };
     const carried = async () => Object.fromEntries((await getSchema(env.DB, app.app_id)).map((field) => [field.name, field.carried]));
-    await replaceSchema([
+    await replaceSchema(app, [
       { name: 'price', type: 'float', searchable: true },
       { name: 'story', type: 'text', searchable: true },
     ]);
@@ -272,7 +268,7 @@ describe('a field made searchable after its images were inserted', () => {
 
     // Carried before and after (another type too) stays carried; a field added holds no value yet, so every vector
     // carries it at once; a text field the images have values for, turned into a string field, is not carried yet.
-    await replaceSchema([
+    await replaceSchema(app, [
       { name: 'price', type: 'int', searchable: true },
       { name: 'brand', type: 'string', searchable: true },
       { name: 'story', type: 'string', searchable: true },

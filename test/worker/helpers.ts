@@ -22,15 +22,14 @@ export async function createApp(name = 'test', fields: SchemaField[] = []): Prom
   const created = await call('/admin/apps', { method: 'POST', headers: adminHeaders, body: JSON.stringify({ name }) });
   expect(created.status).toBe(201);
   const credentials = await created.json<Credentials>();
-  if (fields.length > 0) {
-    const schema = await call(`/admin/apps/${credentials.app_id}/schema`, {
-      method: 'PUT',
-      headers: adminHeaders,
-      body: JSON.stringify({ fields }),
-    });
-    expect(schema.status).toBe(200);
-  }
+  if (fields.length > 0) await replaceSchema(credentials, fields);
   return credentials;
+}
+
+/** Replaces an application's metadata schema through the admin API. */
+export async function replaceSchema(app: Pick<Credentials, 'app_id'>, fields: SchemaField[]): Promise<void> {
+  const response = await call(`/admin/apps/${app.app_id}/schema`, { method: 'PUT', headers: adminHeaders, body: JSON.stringify({ fields }) });
+  expect(response.status).toBe(200);
 }
 
 /** `POST /insert` with the spec's indexed form parameters: `{key}[i]=value`. */
