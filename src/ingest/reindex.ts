@@ -45,7 +45,7 @@ const ENDED: ReindexStep = { next: 'ended' };
 const then = (next: 'now' | 'wait', step: number | null): ReindexStep => (step === null ? ENDED : { next, step });
 
 async function reembed(env: Env, reindex: Reindex, image: ImageToReembed, schema: SchemaField[]): Promise<void> {
-  const stillLive = async () => (await getImagesByIds(env.DB, reindex.appId, [image.id])).size > 0;
+  const stillLive = async () => (await getImagesByIds(env.DB, reindex.appId, [image.id], [])).size > 0;
   const stored = await env.BLOBS.get(image.blob_key);
   if (!stored) {
     // A version replaced or removed since it was listed has nothing left to embed; a live one must have its bytes.

@@ -18,7 +18,7 @@ consoleRoutes.get('/image', endpoint('image', { httpStatuses: true }), authentic
   const notFound = new ApiError(404, SEARCH_ERRORS.imageNotFound);
   const imName = params.required('im_name', new ApiError(400, SEARCH_ERRORS.imageNotFound));
   // The collection is what D1 lists: bytes of an image being removed, or of a failed insert, are not shown.
-  const image = couldNameImage(imName) ? await findImageByName(c.env.DB, app.id, imName) : null;
+  const image = couldNameImage(imName) ? await findImageByName(c.env.DB, app.id, imName, []) : null;
   const blob = image && (await c.env.BLOBS.get(image.blob_key));
   if (!blob) throw notFound;
   return c.body(blob.body, 200, {

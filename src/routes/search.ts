@@ -5,7 +5,9 @@ import type { AppEnv } from '../env';
 import { ApiError } from '../http/envelope';
 import { SEARCH_ERRORS } from '../http/messages';
 import { endpoint } from '../http/middleware';
+import { readParam } from '../http/param-schema';
 import { couldNameImage } from '../ingest/insert-request';
+import { ADVANCED } from '../search/advanced';
 import { readSearchOptions } from '../search/options';
 import { searchQuota } from '../search/quota';
 import { emptySearchPage } from '../search/paging';
@@ -29,9 +31,11 @@ const similar = factory.createHandlers(endpoint('search', { failureFields: empty
   const imName = params.required('im_name', new ApiError(400, SEARCH_ERRORS.imageNotFound));
   const possible = couldNameImage(imName);
   // Both reads at once (one D1 round trip less); the parameters are still checked before the image is looked at.
+  // The query image's metadata is read only for qinfo.
+  const metadataFields = readParam(params, ADVANCED, 'qinfo') ? 'all' : [];
   const [schema, image] = await Promise.all([
     getSchema(c.env.DB, app.id),
-    possible ? findImageByName(c.env.DB, app.id, imName) : null,
+    possible ? findImageByName(c.env.DB, app.id, imName, metadataFields) : null,
   ]);
   const options = readSearchOptions(params, schema, app, { limitName: 'limit', allowGroupBy: true });
 

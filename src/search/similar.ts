@@ -1,7 +1,7 @@
 import type { Env } from '../env';
 import { matches, pushDown, type Condition, type Filter } from '../filter';
 import type { VectorFilter } from '../ports/vector-index/types';
-import { fieldValue, getImagesByIds, type ImageRow } from '../storage/images';
+import { fieldValue, getImagesByIds, type ImageMetadata, type ImageSummary } from '../storage/images';
 import { canPushDown, OBJECT_TYPE_KEY, parseMetadataIndexes, vectorMetadataKey, type MetadataIndexes, type MetadataIndexKind } from '../storage/vector-metadata';
 import { colorVectors, imageIdOfVector, imageVectors, objectVectors } from '../storage/vectors';
 import { facetsOf, type Facet } from './facets';
@@ -37,7 +37,7 @@ export type SimilarQuery = {
 export const toScore = (cosine: number): number => Math.min(1, Math.max(0, cosine));
 
 type Candidate = { imageId: number; score: number; fromObject: boolean };
-type Ranked = { image: ImageRow; score: number };
+type Ranked = { image: ImageSummary; score: number };
 
 const indexKind = (condition: Condition): MetadataIndexKind | undefined =>
   condition.kind === 'string' ? 'string' : condition.kind === 'number' || condition.kind === 'range' ? 'number' : undefined;
@@ -76,7 +76,7 @@ async function candidates(env: Env, query: SimilarQuery, search: SearchOptions, 
 }
 
 /** A whole-image match counts for an object query only where the catalog image has no detected object. */
-const admissible = (candidate: Candidate, image: ImageRow, query: SimilarQuery): boolean =>
+const admissible = (candidate: Candidate, image: ImageSummary, query: SimilarQuery): boolean =>
   query.objectType === undefined || candidate.fromObject || image.object_count === 0;
 
 /** Float32 scores of identical images may differ in their last bits. */
@@ -103,17 +103,41 @@ const compareBy = (field: string, direction: 'asc' | 'desc') => (a: Ranked, b: R
   return direction === 'asc' ? order : -order;
 };
 
+/** The metadata fields ranking reads of every candidate: the filter's, the facets', the group's and the sort's. */
+function rankingFields(options: SearchOptions): string[] {
+  return [
+    ...new Set([
+      ...options.filter.conditions.map((condition) => condition.field),
+      ...(options.facets?.fields.map((field) => field.name) ?? []),
+      ...(options.groupBy ? [options.groupBy.field] : []),
+      ...(options.sortBy ? [options.sortBy.field] : []),
+    ]),
+  ];
+}
+
+/**
+ * The `value_map` fields of the images shown, by id: read for the page alone, unless ranking read them already, so
+ * that `fl` costs what the page answers and not what the candidates hold.
+ */
+async function valueMapMetadata(env: Env, appId: string, shown: Ranked[], fields: string[] | null, read: readonly string[]): Promise<Map<number, ImageMetadata>> {
+  if (!fields || fields.every((field) => read.includes(field))) return new Map(shown.map(({ image }) => [image.id, image.metadata]));
+  const images = await getImagesByIds(env.DB, appId, shown.map(({ image }) => image.id), fields);
+  return new Map([...images].map(([id, image]) => [id, image.metadata]));
+}
+
 /**
  * The search pipeline: nearest vectors, joined with D1 so that removed images and other applications' vectors never
  * show, each image once with its best score, then the advanced parameters (spec 4.8): filter, score range, dedup,
- * facets over the top 1000, grouping or paging, and sorting within the page.
+ * facets over the top 1000, grouping or paging, and sorting within the page. Candidates carry only the metadata
+ * ranking reads; `value_map` is read for the images shown.
  */
 export async function searchSimilar(env: Env, query: SimilarQuery, options: SearchOptions): Promise<SearchPage> {
   const excluded = new Set(query.excludeIds ?? []);
   const found = (await candidates(env, query, options, Math.min(MAX_RESULTS + excluded.size, imageVectors(env, query.embedModel).maxTopK))).filter(
     (candidate) => !excluded.has(candidate.imageId),
   );
-  const images = await getImagesByIds(env.DB, query.appId, [...new Set(found.map((candidate) => candidate.imageId))]);
+  const read = rankingFields(options);
+  const images = await getImagesByIds(env.DB, query.appId, [...new Set(found.map((candidate) => candidate.imageId))], read);
 
   const best = new Map<number, Ranked>();
   for (const candidate of found) {
@@ -126,15 +150,15 @@ export async function searchSimilar(env: Env, query: SimilarQuery, options: Sear
   let ranked = [...best.values()].filter(inRange).sort((a, b) => b.score - a.score || a.image.id - b.image.id).slice(0, MAX_RESULTS);
   if (options.dedup) ranked = dedup(ranked, options.dedup.threshold);
 
-  const item = ({ image, score }: Ranked): ResultItem => ({
-    im_name: image.im_name,
-    ...(options.withScore ? { score } : {}),
-    ...(options.fields ? { value_map: toValueMap(image.metadata, options.fields) } : {}),
-  });
   const sortPage = (page: Ranked[]): Ranked[] =>
     options.sortBy ? [...page].sort(compareBy(options.sortBy.field, options.sortBy.direction)) : page;
   const { page, limit } = options.paging;
   const facets = options.facets ? { facets: facetsOf(ranked.map(({ image }) => image.metadata), options.facets) } : {};
+  const item = (shownMetadata: Map<number, ImageMetadata>) => ({ image, score }: Ranked): ResultItem => ({
+    im_name: image.im_name,
+    ...(options.withScore ? { score } : {}),
+    ...(options.fields ? { value_map: toValueMap(shownMetadata.get(image.id) ?? {}, options.fields) } : {}),
+  });
 
   if (options.groupBy) {
     const { field, limit: groupLimit } = options.groupBy;
@@ -146,15 +170,18 @@ export async function searchSimilar(env: Env, query: SimilarQuery, options: Sear
       group.push(entry);
       groups.set(String(value), group);
     }
-    const shown = [...groups].slice((page - 1) * groupLimit, page * groupLimit);
+    const shown = [...groups].slice((page - 1) * groupLimit, page * groupLimit).map(([value, members]) => [value, sortPage(members.slice(0, limit))] as const);
+    const metadata = await valueMapMetadata(env, query.appId, shown.flatMap(([, members]) => members), options.fields, read);
     return {
       total: ranked.length,
       group_by_key: field,
       group_limit: groupLimit,
-      group_results: shown.map(([value, members]) => ({ group_by_value: value, result: sortPage(members.slice(0, limit)).map(item) })),
+      group_results: shown.map(([value, members]) => ({ group_by_value: value, result: members.map(item(metadata)) })),
       ...facets,
     };
   }
   const start = (page - 1) * limit;
-  return { total: ranked.length, result: sortPage(ranked.slice(start, start + limit)).map(item), ...facets };
+  const shown = sortPage(ranked.slice(start, start + limit));
+  const metadata = await valueMapMetadata(env, query.appId, shown, options.fields, read);
+  return { total: ranked.length, result: shown.map(item(metadata)), ...facets };
 }

@@ -26,7 +26,10 @@ export type ImageRow = {
 
 type StoredImageRow = Omit<ImageRow, 'metadata'> & { metadata: string };
 
-const parse = (row: StoredImageRow): ImageRow => ({ ...row, metadata: JSON.parse(row.metadata) as ImageMetadata });
+const parse = <Row extends { metadata: string }>(row: Row): Omit<Row, 'metadata'> & { metadata: ImageMetadata } => ({
+  ...row,
+  metadata: JSON.parse(row.metadata) as ImageMetadata,
+});
 
 /** A version of an image, written under its id (the insert item's `seq`) before it becomes the image's. */
 export type ImageVersion = {
@@ -74,26 +77,44 @@ export async function applyVersion(db: D1Database, version: ImageVersion, alongs
   ]);
 }
 
-export async function findImageByName(db: D1Database, appId: string, imName: string): Promise<ImageRow | null> {
+/**
+ * An image row's metadata, narrowed in the database to the fields of the JSON array bound as `param` (`[]`: none;
+ * NULL: all), so that what a search holds is bounded by the fields its parameters need, whatever the size of the
+ * catalog's metadata (docs/decisions.md). json_each matches field names as they are, with no JSON path to escape.
+ */
+const narrowedMetadata = (param: string): string =>
+  `CASE WHEN ${param} IS NULL THEN images.metadata WHEN ${param} = '[]' THEN '{}' ELSE
+     (SELECT json_group_object(key, value) FROM json_each(images.metadata) WHERE key IN (SELECT value FROM json_each(${param})))
+   END AS metadata`;
+
+/** Which metadata fields a read returns: those named, or `all`. */
+export type MetadataFields = readonly string[] | 'all';
+const fieldsParam = (fields: MetadataFields): string | null => (fields === 'all' ? null : JSON.stringify(fields));
+
+export async function findImageByName(db: D1Database, appId: string, imName: string, fields: MetadataFields): Promise<ImageRow | null> {
   const row = await db
-    .prepare('SELECT id, im_name, im_url, metadata, object_count, blob_key FROM images WHERE app_id = ? AND im_name = ?')
-    .bind(appId, imName)
+    .prepare(`SELECT id, im_name, im_url, ${narrowedMetadata('?3')}, object_count, blob_key FROM images WHERE app_id = ?1 AND im_name = ?2`)
+    .bind(appId, imName, fieldsParam(fields))
     .first<StoredImageRow>();
   return row ? parse(row) : null;
 }
 
-/** The application's images among `ids`, keyed by id; ids of other applications or removed images are absent. */
-export async function getImagesByIds(db: D1Database, appId: string, ids: number[]): Promise<Map<number, ImageRow>> {
+/** What a search reads of a candidate image: its metadata narrowed to the fields asked for. */
+export type ImageSummary = Pick<ImageRow, 'id' | 'im_name' | 'object_count' | 'metadata'>;
+
+/** The application's images among `ids`, keyed by id, with the metadata `fields`; other applications' or removed images are absent. */
+export async function getImagesByIds(db: D1Database, appId: string, ids: number[], fields: MetadataFields): Promise<Map<number, ImageSummary>> {
   if (ids.length === 0) return new Map();
   // One JSON parameter instead of one per id: D1 allows 100 bound parameters per statement. CROSS JOIN keeps SQLite
   // looking the ids up one by one; given the choice it scans the application's whole (app_id, im_name) index.
   const { results } = await db
     .prepare(
-      `SELECT images.id, im_name, im_url, metadata, object_count, blob_key FROM json_each(?) AS wanted CROSS JOIN images ON images.id = wanted.value
-       WHERE images.app_id = ?`,
+      `SELECT images.id, im_name, object_count, ${narrowedMetadata('?3')}
+       FROM json_each(?1) AS wanted CROSS JOIN images ON images.id = wanted.value
+       WHERE images.app_id = ?2`,
     )
-    .bind(JSON.stringify(ids), appId)
-    .all<StoredImageRow>();
+    .bind(JSON.stringify(ids), appId, fieldsParam(fields))
+    .all<Omit<ImageSummary, 'metadata'> & { metadata: string }>();
   return new Map(results.map((row) => [row.id, parse(row)]));
 }
 
