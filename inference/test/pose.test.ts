@@ -372,6 +372,24 @@ describe('garment boxes', () => {
     assert.deepEqual(labels(garmentBoxes(keypoints(unseen('left_hip', 'right_hip')), PERSON, IMAGE.width, IMAGE.height)), ['Shoe', 'Shoe']);
   });
 
+  test('hips below the picture (head and shoulders): a top from the shoulders to the bottom edge, as wide as the torso', () => {
+    // The picture ends at 180, 60 px below the shoulders: arms, hips and legs are out of it.
+    const below: KeypointName[] = ['left_elbow', 'right_elbow', 'left_wrist', 'right_wrist', 'left_hip', 'right_hip', 'left_knee', 'right_knee', 'left_ankle', 'right_ankle'];
+    const cut = keypoints(unseen(...below));
+    const person: Box = [100, 0, 300, 180];
+    const garments = garmentBoxes(cut, person, IMAGE.width, 180);
+    assertWellFormed(garments, person);
+    assert.deepEqual(labels(garments), ['Top']);
+    const top = garments[0]!.box;
+    assert.ok(contains(top, STANDING.left_shoulder) && contains(top, STANDING.right_shoulder), `top ${top.join(',')}`);
+    assert.ok(top[1] > STANDING.nose[1] && top[3] === 180, `top ${top.join(',')}`);
+    assert.ok(top[0] > person[0] && top[2] < person[2], `top ${top.join(',')} as wide as the person`);
+    // One shoulder measures no torso.
+    assert.deepEqual(garmentBoxes(keypoints(unseen(...below, 'left_shoulder')), person, IMAGE.width, 180), []);
+    // A picture reaching below where the shoulders put the hips: they are hidden, not cut off; no top.
+    assert.deepEqual(garmentBoxes(cut, [100, 0, 300, 250], IMAGE.width, 250), []);
+  });
+
   test('arms widen the top only above the hips', () => {
     const reaching = garmentBoxes(keypoints({ left_wrist: { x: 295, y: 150 } }), PERSON, IMAGE.width, IMAGE.height)[0]!;
     assert.ok(reaching.box[2] >= 295, `top ${reaching.box.join(',')}`);

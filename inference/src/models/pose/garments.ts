@@ -16,7 +16,7 @@ export type Garment = {
   readonly label: GarmentLabel;
   /** [x1, y1, x2, y2] in the keypoints' pixels, whole pixels, inside the person's box. */
   readonly box: Box;
-  /** The mean score of the keypoints that place it (shoulders and hips; hips and legs; the ankle): 0-1. */
+  /** The mean score of the keypoints that place it (shoulders and hips, or both shoulders alone; hips and legs; the ankle): 0-1. */
   readonly confidence: number;
 };
 
@@ -33,6 +33,12 @@ export const MIN_GARMENT_SIDE = 8;
 
 /** Top: shares of the torso's length (shoulders' midpoint to hips') added above the shoulders, below the hips and to the sides. */
 const TOP_MARGIN = { above: 0.15, below: 0.1, side: 0.15 };
+/**
+ * The torso's length per shoulder width (shoulder to shoulder), for a person whose hips are not seen: 1.1 (the
+ * astronaut) to 1.9 (the standing player) on the test photos. The low end, so that hips hidden inside the picture
+ * (behind a table or another person) are not taken for hips below it.
+ */
+const TORSO_PER_SHOULDER_WIDTH = 1.1;
 /** Bottom: shares of the thigh's length added above the hips (the waist), below the lowest joint and to the sides. */
 const BOTTOM_MARGIN = { above: 0.25, below: 0.15, side: 0.3 };
 /**
@@ -50,7 +56,9 @@ const SIDES: readonly Side[] = ['left', 'right'];
 /**
  * The garment boxes one person's confident keypoints support, top to bottom:
  * - Top: shoulders to hips, widened to the elbows and wrists above the hips
- *   (sleeves); needs a shoulder and a hip.
+ *   (sleeves); needs a shoulder and a hip, or both shoulders where the hips
+ *   are below the picture (a head-and-shoulders framing): then it runs to
+ *   the picture's bottom edge.
  * - Bottom: hips to the ankles, or to the knees where no ankle shows; needs a
  *   hip and a knee or an ankle.
  * - Shoe: one per ankle, around and below it, sized from the lower leg (knee
@@ -76,14 +84,14 @@ export function garmentBoxes(keypoints: readonly Keypoint[], personBox: Box, wid
   };
 
   const [shoulders, hips, knees, ankles] = [both('shoulder'), both('hip'), both('knee'), both('ankle')];
-  if (shoulders.length > 0 && hips.length > 0) {
-    const torso = distance(middle(shoulders), middle(hips));
-    const lowestHip = Math.max(...hips.map((hip) => hip.y));
+  const torso = placeTorso(shoulders, hips, height);
+  if (torso) {
+    const { length, lowestHip } = torso;
     const sleeves = [...both('elbow'), ...both('wrist')].filter((point) => point.y < lowestHip);
     const [x1, , x2] = extent([...shoulders, ...hips, ...sleeves]);
     const top = Math.min(...shoulders.map((shoulder) => shoulder.y));
-    const side = TOP_MARGIN.side * torso;
-    add('Top', [x1 - side, top - TOP_MARGIN.above * torso, x2 + side, lowestHip + TOP_MARGIN.below * torso], [...shoulders, ...hips]);
+    const side = TOP_MARGIN.side * length;
+    add('Top', [x1 - side, top - TOP_MARGIN.above * length, x2 + side, lowestHip + TOP_MARGIN.below * length], [...shoulders, ...hips]);
   }
 
   const feet = ankles.length > 0 ? ankles : knees;
@@ -109,6 +117,19 @@ export function garmentBoxes(keypoints: readonly Keypoint[], personBox: Box, wid
   }
 
   return garments.sort((a, b) => a.box[1] - b.box[1] || a.box[0] - b.box[0]);
+}
+
+/**
+ * The torso's length and the lowest hip's height, from the shoulders and hips seen. With no hip seen, both shoulders
+ * measure the torso; if that puts the hips below the picture (a head-and-shoulders framing, not hips merely hidden),
+ * they are taken at its bottom edge `height`. Undefined where the torso cannot be placed.
+ */
+function placeTorso(shoulders: readonly Scored[], hips: readonly Scored[], height: number): { length: number; lowestHip: number } | undefined {
+  if (shoulders.length === 0) return undefined;
+  if (hips.length > 0) return { length: distance(middle(shoulders), middle(hips)), lowestHip: Math.max(...hips.map((hip) => hip.y)) };
+  if (shoulders.length < 2) return undefined;
+  const length = TORSO_PER_SHOULDER_WIDTH * distance(shoulders[0]!, shoulders[1]!);
+  return middle(shoulders).y + length > height ? { length, lowestHip: height } : undefined;
 }
 
 /** The box rounded to whole pixels inside `bounds`; null when it is left smaller than MIN_GARMENT_SIDE. */
