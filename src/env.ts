@@ -65,6 +65,8 @@ export interface Variables extends TimingVariables {
   /** The most bytes this endpoint's body may have. */
   maxBodyBytes: number;
   app: AppRecord;
+  /** What the minute's `upload_bytes_per_minute` leaves this search to download (searchQuota); Infinity without it. */
+  queryBytesLeft: number;
 }
 
 export type AppEnv = { Bindings: Env; Variables: Variables };

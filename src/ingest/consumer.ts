@@ -7,7 +7,8 @@ import { InferenceBusyError, UndecodableImageError, type Prediction } from '../p
 import { imageBlobKey, putImageBlob } from '../storage/blobs';
 import { applyVersion, mergeImageMetadata } from '../storage/images';
 import { deleteRetiredSoon } from '../storage/retired';
-import { getPendingItem, hasEarlierPendingImage, markStarted, settleItem, settleStatements, type PendingItem } from '../storage/transactions';
+import { vectorsRewritten } from '../storage/stale-vectors';
+import { getPendingItem, hasEarlierPendingItem, markStarted, settleItem, settleStatements, type ItemOutcome, type PendingItem } from '../storage/transactions';
 import { getSchema } from '../storage/apps';
 import { embedModelsToWrite, noteReindexError } from '../storage/reindexes';
 import { replaceVectorMetadata, vectorMetadata, writeImageVectors, type ModelEmbedding } from '../storage/vectors';
@@ -111,16 +112,18 @@ async function ingest(env: Env, item: PendingItem & { imUrl: string }): Promise<
 
 /**
  * A metadata-only update: D1 and the vectors' metadata change; the image, its embedding and colours stay. It
- * changes nothing over a version that came after it (it waits for earlier image items of its name: see handle).
+ * changes nothing over a version that came after it (it waits for earlier items of its name: see handle). Settled
+ * with its record of stale vectors (storage/stale-vectors.ts) gone, once the vectors are rewritten.
  */
 async function updateMetadata(env: Env, item: PendingItem): Promise<void> {
-  const merged = await mergeImageMetadata(env.DB, item.appId, item.imName, item.metadata, item.seq);
-  // Removed since the update was accepted: there is nothing left to update.
-  if (merged.kind === 'missing') throw new ItemRejected(DATA_ERRORS.imageNotFound);
+  const merged = await mergeImageMetadata(env.DB, item);
   if (merged.kind === 'merged') {
     await replaceVectorMetadata(env, merged.image, vectorMetadata(merged.image.metadata, await getSchema(env.DB, item.appId)));
   }
-  await settleItem(env.DB, item.transId, item.index, { state: 'done' });
+  // Removed since the update was accepted: there is nothing left to update.
+  const { code, message } = DATA_ERRORS.imageNotFound;
+  const outcome: ItemOutcome = merged.kind === 'missing' ? { state: 'failed', code, message } : { state: 'done' };
+  await env.DB.batch([...settleStatements(env.DB, item.transId, item.index, outcome), vectorsRewritten(env.DB, item.transId, item.index)]);
 }
 
 /**
@@ -136,7 +139,10 @@ function waitBeforeNextTry(error: unknown, busy: number): { delaySeconds: number
   return undefined;
 }
 
-/** Handles one message; answers the application of an image it made live, whose replaced versions are retired. */
+/**
+ * Handles one message; answers the application whose retired versions may wait to be deleted: one replaced by an
+ * image it made live, or one whose deletion an update held back while it rewrote its vectors.
+ */
 async function handle(env: Env, message: Message<InsertMessage>): Promise<string | undefined> {
   const { transId, index } = message.body;
   const item = await getPendingItem(env.DB, transId, index);
@@ -144,18 +150,16 @@ async function handle(env: Env, message: Message<InsertMessage>): Promise<string
     message.ack(); // already settled: a redelivery
     return undefined;
   }
-  let ingestedFor: string | undefined;
   try {
     // Checked before the item counts as started: a waiting update must not look like work under way to the sweeper,
-    // or an earlier image item whose message was lost would never be sent again, and the update would wait forever.
-    if (item.imUrl === null && (await hasEarlierPendingImage(env.DB, item.appId, item.imName, item.seq))) throw new ItemDeferred();
+    // or an earlier item whose message was lost would never be sent again, and the update would wait forever.
+    if (item.imUrl === null && (await hasEarlierPendingItem(env.DB, item.appId, item.imName, item.seq))) throw new ItemDeferred();
     if (item.imUrl === null) {
       await markStarted(env.DB, transId, index);
       await updateMetadata(env, item);
     } else {
       // Marked while the image is fetched: the mark only has to land before the message is acknowledged.
       await Promise.all([markStarted(env.DB, transId, index), ingest(env, { ...item, imUrl: item.imUrl })]);
-      ingestedFor = item.appId;
     }
     message.ack();
   } catch (error) {
@@ -175,8 +179,9 @@ async function handle(env: Env, message: Message<InsertMessage>): Promise<string
     // Transient (inference down, storage hiccup): back off and let the queue deliver it again; past the consumer's
     // max_retries the queue hands it to the dead-letter queue, which fails the item (dead-letters.ts).
     message.retry({ delaySeconds: Math.min(2 ** message.attempts, 60) });
+    return undefined;
   }
-  return ingestedFor;
+  return item.appId;
 }
 
 /** Runs one step of a reindex and sends the next; busy and transient failures are retried as an insert's are. */
@@ -206,11 +211,11 @@ async function handleReindex(env: Env, message: Message<ReindexMessage>): Promis
 export async function consumeIngestBatch(batch: MessageBatch<IngestMessage>, env: Env): Promise<void> {
   const inserts = batch.messages.filter((message): message is Message<InsertMessage> => !isReindexMessage(message.body));
   const reindexes = batch.messages.filter((message): message is Message<ReindexMessage> => isReindexMessage(message.body));
-  const [ingested] = await Promise.all([
+  const [retiring] = await Promise.all([
     Promise.all(inserts.map((message) => handle(env, message))),
     Promise.all(reindexes.map((message) => handleReindex(env, message))),
   ]);
   // Once per application of the batch, not once per image: each call reads and deletes the same backlog.
-  const apps = new Set(ingested.filter((appId) => appId !== undefined));
+  const apps = new Set(retiring.filter((appId) => appId !== undefined));
   await Promise.all([...apps].map((appId) => deleteRetiredSoon(env, appId)));
 }

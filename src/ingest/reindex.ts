@@ -4,7 +4,8 @@
  * Progress lives in D1 (`images.embed_model`, `reindexes`), so a reindex whose message was lost resumes from there
  * (the sweeper sends another). Each step's message carries the step's number: a superseded chain of messages (a
  * redelivery, a resume) stops at its next step. Once every image is in the new model, one D1 batch moves the
- * application onto it (storage/reindexes.ts, switchToNewModel); then its vectors in every other model are deleted.
+ * application onto it (storage/reindexes.ts, switchToNewModel); then, once the inserts accepted before that applied,
+ * its vectors in every other model are deleted.
  */
 import { base64ToBytes } from '../base64';
 import type { Env } from '../env';
@@ -18,6 +19,7 @@ import {
   getReindex,
   imagesAfter,
   imagesToReembed,
+  insertsBeforeSwitchPending,
   markReembedded,
   switchToNewModel,
   type ImageToReembed,
@@ -35,9 +37,10 @@ const RETIRE_CHUNK = 100;
 export class ReindexFailed extends Error {}
 
 /**
- * What comes after a step: the next, now or after a pause (`wait`: items accepted before the reindex are still
- * pending; after the switch, so that searches begun on the old model's indexes end before they are emptied), with
- * the number its message carries; or nothing, when the reindex ended or another chain of steps took over.
+ * What comes after a step: the next, now or after a pause (`wait`: items accepted before the reindex, or inserts
+ * accepted before the switch, are still pending; after the switch, so that searches begun on the old model's indexes
+ * end before they are emptied), with the number its message carries; or nothing, when the reindex ended or another
+ * chain of steps took over.
  */
 export type ReindexStep = { next: 'now' | 'wait'; step: number } | { next: 'ended' };
 
@@ -109,6 +112,7 @@ export async function continueReindex(env: Env, appId: string, step: number): Pr
   const reindex = await getReindex(env.DB, appId);
   if (!reindex || reindex.step !== step || (reindex.state !== 'embedding' && reindex.state !== 'retiring')) return ENDED;
   if (reindex.state === 'retiring') {
+    if (await insertsBeforeSwitchPending(env.DB, reindex)) return then('wait', await advanceReindex(env.DB, reindex));
     const images = await imagesAfter(env.DB, appId, reindex.toModel, reindex.retireCursor, RETIRE_CHUNK);
     await deleteEmbeddingsExcept(env, reindex.toModel, images);
     if (images.length === 0) {

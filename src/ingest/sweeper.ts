@@ -1,12 +1,16 @@
 import type { Env } from '../env';
 import { deleteExpiredQueryImages } from '../storage/query-images';
+import { getSchema } from '../storage/apps';
+import { getImagesByIds } from '../storage/images';
 import { deleteRetiredVersions } from '../storage/retired';
+import { staleVectorsLeft, vectorsRewritten, type StaleVectors } from '../storage/stale-vectors';
 import { pruneUsage } from '../storage/usage';
 import { findStalledItems, pruneRemovals, recordSweep } from '../storage/transactions';
 import { formatTimestamp } from '../time';
 import { failForGood } from './dead-letters';
 import { MAX_MESSAGES_PER_SEND, sendInsertMessages, sendReindexMessage } from './message';
 import { failReindex, resumeReindex, stalledReindexes } from '../storage/reindexes';
+import { replaceVectorMetadata, vectorMetadata } from '../storage/vectors';
 
 /**
  * An item a consumer started this long ago without settling it lost its message (the consumer died with it); so
@@ -21,11 +25,29 @@ export const MAX_SWEEPS = 3;
 const ITEMS_PER_RUN = 1000;
 /** Batches of retired versions deleted per run, at most; a larger backlog waits for the next run. */
 const RETIRED_RUNS = 20;
+/** Versions whose vectors are rewritten per run, at most. */
+const STALE_PER_RUN = 100;
+
+/**
+ * Gives a version's vectors the metadata of its D1 row, for an update given up after its merge. Written again while
+ * D1 changed across the write: a later update may have written its own vectors before this write landed.
+ */
+async function rewriteStaleVectors(env: Env, stale: StaleVectors): Promise<void> {
+  const schema = await getSchema(env.DB, stale.appId);
+  const live = async () => (await getImagesByIds(env.DB, stale.appId, [stale.imageId], 'all')).get(stale.imageId);
+  let written: string | undefined;
+  for (let image = await live(); image && JSON.stringify(image.metadata) !== written; image = await live()) {
+    written = JSON.stringify(image.metadata);
+    await replaceVectorMetadata(env, image, vectorMetadata(image.metadata, schema));
+  }
+  await vectorsRewritten(env.DB, stale.transId, stale.index).run();
+}
 
 /**
  * The cron half of "nothing accepted is ever lost, nothing removed stays": every pending item whose message looks
  * lost is sent again (a redelivery of an item already settled is a no-op), and one re-sent MAX_SWEEPS times in vain
- * is failed, so that every transaction reaches 100; what retired image versions left is deleted; removals no pending
+ * is failed, so that every transaction reaches 100; vectors a metadata update given up left with older metadata than
+ * D1 are rewritten; what retired image versions left is deleted; removals no pending
  * insert can meet, expired query images and old usage windows are forgotten; a stalled reindex is resumed.
  */
 export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent: number; failed: number }> {
@@ -51,6 +73,12 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
     console.warn(JSON.stringify({ event: 'reindex_resumed', appId: reindex.appId, step }));
     if (step !== null) await sendReindexMessage(env.INSERT_QUEUE, { reindex: reindex.appId, step });
   }
+  for (const stale of await staleVectorsLeft(env.DB, STALE_PER_RUN)) {
+    await rewriteStaleVectors(env, stale).catch((error: unknown) => {
+      console.error(JSON.stringify({ event: 'stale_vectors_rewrite_failed', appId: stale.appId, imageId: stale.imageId, error: String(error) }));
+    });
+  }
+  // After the rewrites: a retired version's vectors are deleted once no rewrite may bring them back.
   for (let run = 0; run < RETIRED_RUNS && (await deleteRetiredVersions(env)) > 0; run++);
   await pruneRemovals(env.DB);
   await deleteExpiredQueryImages(env.DB, env.BLOBS, now);

@@ -38,6 +38,7 @@ const ERROR_STATUSES: Record<number, string> = {
   400: 'A missing, malformed or out-of-range parameter; the message says which.',
   401: `Bad or missing credentials: "${GENERAL.unauthorized}"`,
   404: 'An unknown im_name or app.',
+  429: `"${GENERAL.busy}": past the application's calls a minute, with \`Retry-After\` at the next minute.`,
   500: `"${GENERAL.systemError}"`,
 };
 

@@ -188,11 +188,11 @@ export const OPERATIONS: Operation[] = [
     operationId: 'image',
     tag: 'Search',
     summary: 'The stored bytes of a collection image',
-    description: 'The web console\'s thumbnails; not in the spec.',
+    description: 'The web console\'s thumbnails; not in the spec. Each counts as a call under `searches_per_minute`.',
     auth: 'client',
     query: SIMILAR_QUERY,
     success: { status: 200, media: 'image/*', description: 'The image as it was downloaded at insert.' },
-    failure: httpErrors(404),
+    failure: httpErrors(404, 429),
   },
   {
     method: 'post',
@@ -224,8 +224,8 @@ export const OPERATIONS: Operation[] = [
     summary: 'Operator settings of an application',
     description:
       '`image_limit` (collection size), `pending_limit` (images waiting to be processed), `searches_per_minute` and ' +
-      '`upload_bytes_per_minute` (search calls and uploaded query-image bytes a minute, past which searches answer ' +
-      'busy with `Retry-After`), null lifting one; ' +
+      '`upload_bytes_per_minute` (calls of the searches and `/image`, and query-image bytes, uploaded or downloaded, a ' +
+      'minute, past which they answer busy with `Retry-After`), null lifting one; ' +
       '`text_default_operator` between adjacent words of a text `fq`.',
     auth: 'admin',
     pathParams: APP_PATH,

@@ -70,8 +70,8 @@ adminRoutes.get('/apps/:app_id', async (c) => {
 
 /**
  * Operator settings: `image_limit` (collection size), `pending_limit` (images waiting to be processed),
- * `searches_per_minute` and `upload_bytes_per_minute` (search calls and uploaded query-image bytes a minute), null
- * lifting one; `text_default_operator` (AND or OR) between adjacent words of a text `fq`.
+ * `searches_per_minute` and `upload_bytes_per_minute` (calls of the searches and `/image`, and query-image bytes a
+ * minute: src/search/quota.ts), null lifting one; `text_default_operator` (AND or OR) between adjacent words of a text `fq`.
  */
 adminRoutes.patch('/apps/:app_id', async (c) => {
   const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));

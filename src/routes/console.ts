@@ -5,15 +5,17 @@ import { ApiError } from '../http/envelope';
 import { SEARCH_ERRORS } from '../http/messages';
 import { endpoint } from '../http/middleware';
 import { couldNameImage } from '../ingest/insert-request';
+import { searchQuota } from '../search/quota';
 import { findImageByName } from '../storage/images';
 
 export const consoleRoutes = new Hono<AppEnv>();
 
 /**
  * The stored bytes of a collection image: the web console's thumbnails (the spec has no endpoint for them).
- * Authenticated like the searches, so an app key may read them; an application only ever finds its own images.
+ * Authenticated like the searches, so an app key may read them, and counted as a call under `searches_per_minute`
+ * like them; an application only ever finds its own images.
  */
-consoleRoutes.get('/image', endpoint('image', { httpStatuses: true }), authenticate({ allowAppKey: true }), async (c) => {
+consoleRoutes.get('/image', endpoint('image', { httpStatuses: true }), authenticate({ allowAppKey: true }), searchQuota, async (c) => {
   const { params, app } = c.var;
   const notFound = new ApiError(404, SEARCH_ERRORS.imageNotFound);
   const imName = params.required('im_name', new ApiError(400, SEARCH_ERRORS.imageNotFound));

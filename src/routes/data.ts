@@ -11,27 +11,26 @@ import { sendInsertMessages } from '../ingest/message';
 import { getSchema, type AppRecord } from '../storage/apps';
 import { existingNames, removeImages } from '../storage/images';
 import { deleteRetiredSoon } from '../storage/retired';
-import { createTransaction, deleteTransaction, getTransactionStatus } from '../storage/transactions';
-import { collectionUsage } from '../storage/usage';
+import { createTransaction, deleteTransaction, getTransactionStatus, type InsertItem } from '../storage/transactions';
+import { LimitReached } from '../storage/usage';
 
 /**
- * An `/insert` within the spec's limits carries up to 100 images of 32 values of 5000 characters (16 MB): its body
- * may be 20 MB, more than other endpoints' MAX_BODY_BYTES.
+ * An `/insert` within the spec's limits carries up to 100 images of 32 values of 5000 characters (16 MB of ASCII):
+ * its body may be 20 MB, more than other endpoints' MAX_BODY_BYTES. Multibyte values take fewer images a call
+ * (docs/decisions.md).
  */
 export const INSERT_MAX_BODY_BYTES = 20 * 1024 * 1024;
 
 export const dataRoutes = new Hono<AppEnv>();
 
-/** The operator's limits: a full collection refuses the call; too many images still waiting means "busy". */
-async function checkLimits(db: D1Database, app: AppRecord, names: string[]): Promise<void> {
-  const { imageLimit, pendingLimit } = app.limits;
-  if (imageLimit === null && pendingLimit === null) return;
-  const usage = await collectionUsage(db, app.id, names);
-  // Pending images count as new until processed: the limit may refuse a little early, never overflow.
-  if (imageLimit !== null && usage.images + usage.pending + names.length - usage.existing > imageLimit) {
-    throw new ApiError(403, GENERAL.collectionFull);
+/** The operator's limits (createTransaction decides them): a full collection refuses the call, a backlog is "busy". */
+async function recordWithinLimits(db: D1Database, app: AppRecord, items: InsertItem[]): Promise<number> {
+  try {
+    return await createTransaction(db, app.id, items, app.limits);
+  } catch (error) {
+    if (!(error instanceof LimitReached)) throw error;
+    throw error.limit === 'image_limit' ? new ApiError(403, GENERAL.collectionFull) : new ApiError(429, GENERAL.busy);
   }
-  if (pendingLimit !== null && usage.pending + names.length > pendingLimit) throw new ApiError(429, GENERAL.busy);
 }
 
 /** A failed insert or remove affected no image. */
@@ -49,8 +48,7 @@ dataRoutes.post('/insert', insertEndpoint, authenticate({ allowAppKey: false }),
   if (accepted.length === 0) {
     return failedWith(c, [...rejected, dataErrorEntry(DATA_ERRORS.noImageInserted)]);
   }
-  await checkLimits(c.env.DB, app, accepted.map((item) => item.imName));
-  const transId = await createTransaction(c.env.DB, app.id, accepted);
+  const transId = await recordWithinLimits(c.env.DB, app, accepted);
   try {
     await sendInsertMessages(c.env.INSERT_QUEUE, accepted.map((item) => ({ transId, index: item.index })));
   } catch (error) {

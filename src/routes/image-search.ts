@@ -52,7 +52,7 @@ async function prepare(
   const detection = readParam(params, DETECTION, 'detection');
   await requireCollection(c.env.DB, app.id);
 
-  const query = await wrapTime(c, 'image', resolveQueryImage(c.env, app, params));
+  const query = await wrapTime(c, 'image', resolveQueryImage(c.env, app, params, c.var.queryBytesLeft));
   const analysis = query.analysis ?? (await wrapTime(c, 'inference', analyzeImage(c.env, await query.bytes(), app.embedModel)));
   const mode = detectionMode(detection, analysis.types);
   const box = region.kind === 'box' ? analyzeBox(c.env, query.bytes, region.box, analysis, { mode, sensitivity }) : undefined;

@@ -5,9 +5,11 @@ import { SEARCH_ERRORS } from '../http/messages';
 import { file, readParam, text } from '../http/param-schema';
 import type { RequestParams } from '../http/params';
 import { hasSupportedDimensions, probeImage, type ImageInfo } from '../images/probe';
+import type { AppRecord } from '../storage/apps';
 import { putImageBlob, queryBlobKey } from '../storage/blobs';
 import { findQueryImage, insertQueryImage, setQueryImageAnalysis } from '../storage/query-images';
 import { keptAnalysisText, parseQueryAnalysis, type QueryAnalysis } from './query-analysis';
+import { countDownloadedBytes, refuseCutDownload } from './quota';
 
 /** Spec 4.5: an uploaded query image is at most 10 MB; an image URL is held to the same. */
 export const MAX_QUERY_IMAGE_BYTES = 10 * 1024 * 1024;
@@ -32,18 +34,31 @@ const notFound = (): ApiError => new ApiError(404, 'Image not found with im_id.'
  */
 export type QueryImage = { imId: string; bytes: () => Promise<Uint8Array>; info: ImageInfo; isNew: boolean; analysis?: QueryAnalysis };
 
+type QueryApp = Pick<AppRecord, 'id' | 'embedModel' | 'limits'>;
+
 const newImId = (): string => crypto.randomUUID().replaceAll('-', '');
 
-async function download(env: Env, url: string): Promise<Uint8Array> {
+/**
+ * Reads at most what the minute's upload bytes leave (`bytesLeft`), and counts what it read: a downloaded image costs
+ * the inference service what an uploaded one does.
+ */
+async function download(env: Env, app: QueryApp, url: string, bytesLeft: number): Promise<Uint8Array> {
+  const maxBytes = Math.min(MAX_QUERY_IMAGE_BYTES, bytesLeft);
+  let bytes: Uint8Array;
   try {
-    return await downloadImage(url, downloadOptions(env, MAX_QUERY_IMAGE_BYTES));
+    bytes = await downloadImage(url, downloadOptions(env, maxBytes));
   } catch (error) {
     if (!(error instanceof DownloadError)) throw error;
     if (error.reason === 'timeout') throw new ApiError(400, SEARCH_ERRORS.downloadTimeout);
-    if (error.reason === 'too_large') throw tooLarge();
+    if (error.reason === 'too_large') {
+      if (maxBytes < MAX_QUERY_IMAGE_BYTES) await refuseCutDownload(env.DB, app, maxBytes);
+      throw tooLarge();
+    }
     if (error.reason === 'invalid_url') throw new ApiError(400, SEARCH_ERRORS.invalidImageOrUrl);
     throw new ApiError(400, SEARCH_ERRORS.downloadFailed);
   }
+  await countDownloadedBytes(env.DB, app, bytes.byteLength);
+  return bytes;
 }
 
 /** Reads the size from the header only, as at insert: the Worker never decodes pixels. */
@@ -56,9 +71,10 @@ function checkImage(bytes: Uint8Array): ImageInfo {
 
 /**
  * The one image source of an upload search (spec 4.5): an uploaded file, an image URL, or the `im_id` of an earlier
- * upload. A new image gets a new `im_id`, kept by keepQueryImage; an `im_id` is read back without any download.
+ * upload. A new image gets a new `im_id`, kept by keepQueryImage; an `im_id` is read back without any download, and
+ * its bytes, counted when they came, are not counted again. `bytesLeft`: what a download may read (searchQuota).
  */
-export async function resolveQueryImage(env: Env, app: { id: string; embedModel: string }, params: RequestParams): Promise<QueryImage> {
+export async function resolveQueryImage(env: Env, app: QueryApp, params: RequestParams, bytesLeft: number): Promise<QueryImage> {
   const upload = readParam(params, QUERY_IMAGE, 'image');
   const url = readParam(params, QUERY_IMAGE, 'im_url');
   const imId = readParam(params, QUERY_IMAGE, 'im_id');
@@ -82,7 +98,7 @@ export async function resolveQueryImage(env: Env, app: { id: string; embedModel:
   }
 
   let bytes: Uint8Array;
-  if (url) bytes = await download(env, url);
+  if (url) bytes = await download(env, app, url, bytesLeft);
   else if (upload) {
     if (upload.size > MAX_QUERY_IMAGE_BYTES) throw tooLarge();
     bytes = new Uint8Array(await upload.arrayBuffer());

@@ -2,21 +2,41 @@ import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../env';
 import { ApiError } from '../http/envelope';
 import { GENERAL } from '../http/messages';
-import { countSearch } from '../storage/usage';
+import type { AppRecord } from '../storage/apps';
+import { countUsage, type MinuteUsage } from '../storage/usage';
+
+const over = (limit: number | null, used: number): boolean => limit !== null && used > limit;
+const busyTillNextMinute = (used: MinuteUsage): ApiError => new ApiError(429, GENERAL.busy, undefined, { retryAfterSeconds: used.secondsLeft });
 
 /**
- * The operator's per-minute limits on an application's searches and uploaded query-image bytes (admin API:
+ * The operator's per-minute limits on an application's calls and query-image bytes (admin API:
  * `searches_per_minute`, `upload_bytes_per_minute`): past either, the call is answered busy, with `Retry-After` at the
- * next minute, before any image is downloaded or analysed. An app key is public, so this is what keeps one
- * application's page from taking the inference service from the others. Runs after authenticate.
+ * next minute, before any image is analysed. An app key is public, so this is what keeps one application's page from
+ * taking the inference service (or the stored images, `/image`) from the others. An uploaded image is counted here,
+ * before it is read; a downloaded one once read (countDownloadedBytes), and a download reads only what the minute has
+ * left (`queryBytesLeft`). Runs after authenticate.
  */
 export const searchQuota = createMiddleware<AppEnv>(async (c, next) => {
   const { searchesPerMinute, uploadBytesPerMinute } = c.var.app.limits;
+  let bytesLeft = Infinity;
   if (searchesPerMinute !== null || uploadBytesPerMinute !== null) {
-    const uploaded = c.var.params.file('image')?.size ?? 0;
-    const used = await countSearch(c.env.DB, c.var.app.id, uploaded);
-    const over = (searchesPerMinute !== null && used.searches > searchesPerMinute) || (uploadBytesPerMinute !== null && used.uploadBytes > uploadBytesPerMinute);
-    if (over) throw new ApiError(429, GENERAL.busy, undefined, { retryAfterSeconds: used.secondsLeft });
+    const used = await countUsage(c.env.DB, c.var.app.id, 1, c.var.params.file('image')?.size ?? 0);
+    if (over(searchesPerMinute, used.searches) || over(uploadBytesPerMinute, used.uploadBytes)) throw busyTillNextMinute(used);
+    if (uploadBytesPerMinute !== null) bytesLeft = uploadBytesPerMinute - used.uploadBytes;
   }
+  c.set('queryBytesLeft', bytesLeft);
   await next();
 });
+
+/** Counts the bytes of a downloaded query image, known only once read: past the limit, busy before any analysis. */
+export async function countDownloadedBytes(db: D1Database, app: Pick<AppRecord, 'id' | 'limits'>, bytes: number): Promise<void> {
+  const limit = app.limits.uploadBytesPerMinute;
+  if (limit === null) return;
+  const used = await countUsage(db, app.id, 0, bytes);
+  if (over(limit, used.uploadBytes)) throw busyTillNextMinute(used);
+}
+
+/** A download cut at the `left` bytes the minute had: it passes the limit, as an upload of the image would. */
+export async function refuseCutDownload(db: D1Database, app: Pick<AppRecord, 'id'>, left: number): Promise<never> {
+  throw busyTillNextMinute(await countUsage(db, app.id, 0, left + 1));
+}

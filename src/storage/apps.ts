@@ -8,7 +8,7 @@ export type SchemaField = { name: string; type: FieldType; searchable: boolean }
 
 /**
  * Operator limits of an application; null means unlimited. `searchesPerMinute` and `uploadBytesPerMinute` bound
- * its search calls and the bytes of the query images it uploads.
+ * its calls of the searches and `/image`, and the bytes of its query images, uploaded or downloaded (search/quota.ts).
  */
 export type AppLimits = {
   imageLimit: number | null;

@@ -2,6 +2,7 @@ import type { PaletteColor } from '../ports/inference/types';
 import { formatTimestamp } from '../time';
 import { retireLiveVersions, retireUnlessLive } from './retired';
 import { forgetNumbers, NUMBER_TAKEN, takeNumber } from './sequence';
+import { recordStaleVectors } from './stale-vectors';
 
 /** Metadata as the schema types it: numbers for int and float fields, strings for string and text fields. */
 export type ImageMetadata = Record<string, string | number>;
@@ -156,25 +157,27 @@ export async function existingNames(db: D1Database, appId: string, names: string
 }
 
 /**
- * Merges `fields` into the metadata of the image's version older than `seq` (a field given replaces the stored one,
- * others stay), atomically, and nothing else. `superseded`: the version in place came after the update, which then
- * changes nothing; `missing`: the image is not in the collection.
+ * Merges an update's fields into the metadata of its image's version older than it (a field given replaces the
+ * stored one, others stay), atomically, and records that the version's vectors are to be rewritten
+ * (storage/stale-vectors.ts). Only while the update is pending: a redelivery of it settled meanwhile must not merge
+ * again over a later update. `superseded`: the version in place came after the update, which then changes nothing;
+ * `missing`: the image is not in the collection.
  */
 export async function mergeImageMetadata(
   db: D1Database,
-  appId: string,
-  imName: string,
-  fields: ImageMetadata,
-  seq: number,
+  item: { appId: string; imName: string; metadata: ImageMetadata; seq: number; transId: number; index: number },
 ): Promise<{ kind: 'merged'; image: ImageRow } | { kind: 'superseded' | 'missing' }> {
-  const [merged, current] = await db.batch<StoredImageRow>([
+  const target = `app_id = ? AND im_name = ? AND id < ? AND EXISTS (SELECT 1 FROM insert_items WHERE trans_id = ? AND item_index = ? AND state = 'pending')`;
+  const values = [item.appId, item.imName, item.seq, item.transId, item.index];
+  const [, merged, current] = await db.batch<StoredImageRow>([
+    recordStaleVectors(db, item, target, ...values),
     db
       .prepare(
-        `UPDATE images SET metadata = json_patch(metadata, ?), updated_at = ? WHERE app_id = ? AND im_name = ? AND id < ?
+        `UPDATE images SET metadata = json_patch(metadata, ?), updated_at = ? WHERE ${target}
          RETURNING id, im_name, im_url, metadata, object_count, blob_key`,
       )
-      .bind(JSON.stringify(fields), formatTimestamp(), appId, imName, seq),
-    db.prepare('SELECT id FROM images WHERE app_id = ? AND im_name = ?').bind(appId, imName),
+      .bind(JSON.stringify(item.metadata), formatTimestamp(), ...values),
+    db.prepare('SELECT id FROM images WHERE app_id = ? AND im_name = ?').bind(item.appId, item.imName),
   ]);
   const row = merged?.results[0];
   if (row) return { kind: 'merged', image: parse(row) };

@@ -12,6 +12,8 @@ export type Reindex = {
   toModel: string;
   /** The last item number the application had taken when the reindex began. */
   fromSeq: number;
+  /** The last item number of the application pending when it switched (migrations/0014); null before. */
+  switchSeq: number | null;
   state: ReindexState;
   retireCursor: number;
   /** The number the next step's message must carry: one of a superseded chain carries an older one and stops. */
@@ -30,6 +32,7 @@ type ReindexRow = {
   from_model: string;
   to_model: string;
   from_seq: number;
+  switch_seq: number | null;
   state: ReindexState;
   retire_cursor: number;
   step: number;
@@ -45,6 +48,7 @@ const toReindex = (row: ReindexRow): Reindex => ({
   fromModel: row.from_model,
   toModel: row.to_model,
   fromSeq: row.from_seq,
+  switchSeq: row.switch_seq,
   state: row.state,
   retireCursor: row.retire_cursor,
   step: row.step,
@@ -54,6 +58,15 @@ const toReindex = (row: ReindexRow): Reindex => ({
   updatedAt: row.updated_at,
   finishedAt: row.finished_at,
 });
+
+/** The last item number of application ?1 still pending, as SQL: the items a phase of its reindex waits for. */
+const LAST_PENDING_SEQ = `(SELECT COALESCE(MAX(i.seq), 0) FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
+  WHERE t.app_id = ?1 AND i.state = 'pending')`;
+
+/** Pending image items of application ?1 numbered up to `seq` (SQL): inserts that may have read its models before a phase began. */
+const pendingInsertsUpTo = (seq: string): string =>
+  `SELECT 1 FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
+   WHERE t.app_id = ?1 AND i.state = 'pending' AND i.kind = 'image' AND i.seq <= ${seq}`;
 
 export async function getReindex(db: D1Database, appId: string): Promise<Reindex | null> {
   const row = await db.prepare('SELECT * FROM reindexes WHERE app_id = ?').bind(appId).first<ReindexRow>();
@@ -70,10 +83,7 @@ export async function startReindex(db: D1Database, appId: string, toModel: strin
   const row = await db
     .prepare(
       `INSERT INTO reindexes (app_id, from_model, to_model, from_seq, state, started_at, updated_at)
-       SELECT a.id, a.embed_model, ?2,
-         (SELECT COALESCE(MAX(i.seq), 0) FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
-          WHERE t.app_id = a.id AND i.state = 'pending'),
-         'embedding', ?3, ?3
+       SELECT a.id, a.embed_model, ?2, ${LAST_PENDING_SEQ}, 'embedding', ?3, ?3
        FROM apps a WHERE a.id = ?1 AND a.embed_model != ?2
        ON CONFLICT (app_id) DO UPDATE SET
          from_model = excluded.from_model, to_model = excluded.to_model, from_seq = excluded.from_seq, state = 'embedding',
@@ -153,21 +163,27 @@ export async function switchToNewModel(db: D1Database, reindex: Reindex): Promis
       .prepare(
         `UPDATE apps SET embed_model = ?2 WHERE id = ?1 AND embed_model = ?3 AND ?2 != ?3
            AND EXISTS (SELECT 1 FROM reindexes WHERE app_id = ?1 AND state = 'embedding' AND step = ?5)
-           AND NOT EXISTS (
-             SELECT 1 FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
-             WHERE t.app_id = ?1 AND i.state = 'pending' AND i.kind = 'image' AND i.seq <= ?4)
+           AND NOT EXISTS (${pendingInsertsUpTo('?4')})
            AND NOT EXISTS (SELECT 1 FROM images WHERE app_id = ?1 AND embed_model < ?2)
            AND NOT EXISTS (SELECT 1 FROM images WHERE app_id = ?1 AND embed_model > ?2)`,
       )
       .bind(reindex.appId, reindex.toModel, reindex.fromModel, reindex.fromSeq, reindex.step),
     db
       .prepare(
-        `UPDATE reindexes SET state = 'retiring', step = step + 1, resumes = 0, error = NULL, updated_at = ?3
+        `UPDATE reindexes SET state = 'retiring', switch_seq = ${LAST_PENDING_SEQ}, step = step + 1, resumes = 0, error = NULL, updated_at = ?3
          WHERE app_id = ?1 AND state = 'embedding' AND step = ?4 AND (SELECT embed_model FROM apps WHERE id = ?1) = ?2`,
       )
       .bind(reindex.appId, reindex.toModel, now, reindex.step),
   ]);
   return (moved?.meta.changes ?? 0) > 0;
+}
+
+/**
+ * Whether an insert accepted before the reindex's switch is still pending: it may have written the old model's
+ * vectors, and would leave them there if it applied behind the retire pass, so the pass waits for it.
+ */
+export async function insertsBeforeSwitchPending(db: D1Database, reindex: Reindex): Promise<boolean> {
+  return (await db.prepare(`${pendingInsertsUpTo('?2')} LIMIT 1`).bind(reindex.appId, reindex.switchSeq).first()) !== null;
 }
 
 /**

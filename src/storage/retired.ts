@@ -26,11 +26,14 @@ const RETIRED_PER_RUN = 100;
 /**
  * Deletes what retired image versions left (migrations/0008: replaced, removed, superseded or failed versions): their
  * vectors, then their bytes, then the record. Every step may be repeated, so a failure anywhere leaves the record for
- * the next run; the consumer and `/remove` call this after they retire a version, the cron sweeper for the rest.
+ * the next run; the consumer and `/remove` call this after they retire a version, the cron sweeper for the rest. A
+ * version whose vectors a metadata update may be writing is left until it is done (storage/stale-vectors.ts).
  */
 export async function deleteRetiredVersions(env: Env, appId?: string): Promise<number> {
   const { results } = await env.DB.prepare(
-    `SELECT image_id, object_count, blob_key FROM retired_versions ${appId === undefined ? '' : 'WHERE app_id = ?'} ORDER BY retired_at LIMIT ${RETIRED_PER_RUN}`,
+    `SELECT image_id, object_count, blob_key FROM retired_versions r
+     WHERE NOT EXISTS (SELECT 1 FROM stale_vector_metadata WHERE image_id = r.image_id) ${appId === undefined ? '' : 'AND r.app_id = ?'}
+     ORDER BY retired_at LIMIT ${RETIRED_PER_RUN}`,
   )
     .bind(...(appId === undefined ? [] : [appId]))
     .all<{ image_id: number; object_count: number; blob_key: string }>();

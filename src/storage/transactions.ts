@@ -1,6 +1,7 @@
 import { formatTimestamp } from '../time';
 import { forgetNumbers, NUMBER_TAKEN, takeNumber } from './sequence';
 import type { ImageMetadata } from './images';
+import { LIMIT_PASSED, LimitReached, limitParams, type InsertLimit, type InsertLimits } from './usage';
 
 /**
  * One accepted image of an `/insert`. Without an `imUrl` it is a metadata-only update of an image already in the
@@ -31,36 +32,52 @@ export type TransactionStatus = {
 const newTransactionId = (): number => Date.now() * 1024 + Math.floor(Math.random() * 1024);
 
 /**
- * Records a transaction and its accepted items in one atomic batch, before any queue message is sent. Each item takes
- * the next number of the allocator, in index order: its place in the order of operations on its name, and for an
- * image item the id of the version it makes.
+ * Records a transaction and its accepted items in one atomic batch, before any queue message is sent, unless the
+ * insert would pass one of the operator's `limits` (LimitReached): the same batch decides it, so parallel inserts
+ * cannot all pass one check. Each item takes the next number of the allocator, in index order: its place in the order
+ * of operations on its name, and for an image item the id of the version it makes.
  */
-export async function createTransaction(db: D1Database, appId: string, items: InsertItem[]): Promise<number> {
+export async function createTransaction(
+  db: D1Database,
+  appId: string,
+  items: InsertItem[],
+  limits: InsertLimits = { imageLimit: null, pendingLimit: null },
+): Promise<number> {
   const now = formatTimestamp();
+  const limited = limitParams(appId, items.map((item) => item.imName), limits);
   for (let attempt = 0; ; attempt++) {
     const transId = newTransactionId();
+    let results: D1Result<{ passed: InsertLimit | null }>[];
     try {
-      await db.batch([
+      results = await db.batch<{ passed: InsertLimit | null }>([
+        db.prepare(`SELECT ${LIMIT_PASSED} AS passed`).bind(...limited),
         db
-          .prepare('INSERT INTO insert_transactions (id, app_id, total, start_time, update_time) VALUES (?, ?, ?, ?, ?)')
-          .bind(transId, appId, items.length, now, now),
+          .prepare(
+            `INSERT INTO insert_transactions (id, app_id, total, start_time, update_time)
+             SELECT ?5, ?1, ?6, ?7, ?7 WHERE ${LIMIT_PASSED} IS NULL`,
+          )
+          .bind(...limited, transId, items.length, now),
         ...items.flatMap((item) => {
           return [
             takeNumber(db),
+            // Only with the transaction: none when a limit refused it.
             db
               .prepare(
                 `INSERT INTO insert_items (trans_id, item_index, im_name, im_url, metadata, kind, seq)
-                 VALUES (?, ?, ?, ?, ?, ?, ${NUMBER_TAKEN})`,
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ${NUMBER_TAKEN} WHERE EXISTS (SELECT 1 FROM insert_transactions WHERE id = ?1)`,
               )
               .bind(transId, item.index, item.imName, item.imUrl ?? '', JSON.stringify(item.metadata), item.imUrl === null ? 'metadata' : 'image'),
           ];
         }),
         forgetNumbers(db),
       ]);
-      return transId;
     } catch (error) {
       if (attempt >= 2 || !String(error).includes('UNIQUE')) throw error;
+      continue;
     }
+    const passed = results[0]?.results[0]?.passed;
+    if (passed) throw new LimitReached(passed);
+    return transId;
   }
 }
 
@@ -128,12 +145,15 @@ export async function markStarted(db: D1Database, transId: number, index: number
   await db.prepare('UPDATE insert_items SET started_at = ? WHERE trans_id = ? AND item_index = ?').bind(formatTimestamp(), transId, index).run();
 }
 
-/** Whether an image item of this name accepted before `seq` is still waiting: a metadata update waits for it. */
-export async function hasEarlierPendingImage(db: D1Database, appId: string, imName: string, seq: number): Promise<boolean> {
+/**
+ * Whether an item of this name accepted before `seq` is still waiting, an image or a metadata update: a metadata
+ * update waits for it, so that updates of a name apply one after another in the order they were accepted.
+ */
+export async function hasEarlierPendingItem(db: D1Database, appId: string, imName: string, seq: number): Promise<boolean> {
   const row = await db
     .prepare(
       `SELECT 1 FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
-       WHERE t.app_id = ? AND i.im_name = ? AND i.state = 'pending' AND i.kind = 'image' AND i.seq < ? LIMIT 1`,
+       WHERE t.app_id = ? AND i.im_name = ? AND i.state = 'pending' AND i.seq < ? LIMIT 1`,
     )
     .bind(appId, imName, seq)
     .first();

@@ -1,45 +1,63 @@
-/** How full an application's collection is, for its operator limits. */
-export type CollectionUsage = {
-  /** Images in the collection. */
-  images: number;
-  /** Images accepted by /insert and not yet processed. */
-  pending: number;
-  /** How many of `names` are already in the collection (re-inserts, which add nothing). */
-  existing: number;
-};
+import type { AppLimits } from './apps';
 
-export async function collectionUsage(db: D1Database, appId: string, names: string[]): Promise<CollectionUsage> {
-  const row = await db
-    .prepare(
-      `SELECT
-         (SELECT count(*) FROM images WHERE app_id = ?1) AS images,
-         (SELECT count(*) FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
-           WHERE t.app_id = ?1 AND i.state = 'pending') AS pending,
-         (SELECT count(*) FROM images WHERE app_id = ?1 AND im_name IN (SELECT value FROM json_each(?2))) AS existing`,
-    )
-    .bind(appId, JSON.stringify(names))
-    .first<CollectionUsage>();
-  return row ?? { images: 0, pending: 0, existing: 0 };
+/** The operator limit that refuses an insert: the collection's size or the images waiting to be processed. */
+export type InsertLimit = 'image_limit' | 'pending_limit';
+
+/** An insert that would pass an operator limit, refused by the batch that would have recorded it (createTransaction). */
+export class LimitReached extends Error {
+  override name = 'LimitReached';
+  readonly limit: InsertLimit;
+
+  constructor(limit: InsertLimit) {
+    super(`${limit} reached`);
+    this.limit = limit;
+  }
 }
 
-/** What one minute of an application's searches used, after counting the call being made. */
+/**
+ * The limit an insert of the names ?2 (a JSON array) into application ?1 would pass, given `image_limit` ?3 and
+ * `pending_limit` ?4 (NULL: none), or NULL: an SQL expression, so that the batch recording an insert decides it and
+ * parallel inserts are decided one after another. Images waiting count as new until processed (a limit may refuse a
+ * little early, never overflow), names already in the collection (re-inserts) as nothing.
+ */
+export const LIMIT_PASSED = `(
+  SELECT CASE
+    WHEN ?3 IS NOT NULL AND images + pending + json_array_length(?2) - existing > ?3 THEN 'image_limit'
+    WHEN ?4 IS NOT NULL AND pending + json_array_length(?2) > ?4 THEN 'pending_limit'
+  END
+  FROM (SELECT
+    (SELECT count(*) FROM images WHERE app_id = ?1) AS images,
+    (SELECT count(*) FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
+      WHERE t.app_id = ?1 AND i.state = 'pending') AS pending,
+    (SELECT count(*) FROM images WHERE app_id = ?1 AND im_name IN (SELECT value FROM json_each(?2))) AS existing)
+  WHERE ?3 IS NOT NULL OR ?4 IS NOT NULL
+)`;
+
+/** The operator limits an insert is held to (null: none). */
+export type InsertLimits = Pick<AppLimits, 'imageLimit' | 'pendingLimit'>;
+
+/** The parameters ?1 to ?4 of LIMIT_PASSED. */
+export const limitParams = (appId: string, names: string[], limits: InsertLimits) =>
+  [appId, JSON.stringify(names), limits.imageLimit, limits.pendingLimit] as const;
+
+/** What one minute of an application's calls and query images used, this count included. */
 export type MinuteUsage = { searches: number; uploadBytes: number; secondsLeft: number };
 
 /**
- * Counts a search call (and the bytes of its uploaded image) in the application's current minute, atomically, and
- * answers the minute's totals; windows older than an hour are forgotten by the sweeper (pruneUsage).
+ * Counts calls and query-image bytes in the application's current minute, atomically, and answers the minute's
+ * totals; windows older than an hour are forgotten by the sweeper (pruneUsage).
  */
-export async function countSearch(db: D1Database, appId: string, uploadBytes: number, now = Date.now()): Promise<MinuteUsage> {
+export async function countUsage(db: D1Database, appId: string, calls: number, uploadBytes: number, now = Date.now()): Promise<MinuteUsage> {
   const window = Math.floor(now / 60_000);
   const row = await db
     .prepare(
-      `INSERT INTO usage_windows (app_id, window, searches, upload_bytes) VALUES (?, ?, 1, ?)
-       ON CONFLICT (app_id, window) DO UPDATE SET searches = searches + 1, upload_bytes = upload_bytes + excluded.upload_bytes
+      `INSERT INTO usage_windows (app_id, window, searches, upload_bytes) VALUES (?, ?, ?, ?)
+       ON CONFLICT (app_id, window) DO UPDATE SET searches = searches + excluded.searches, upload_bytes = upload_bytes + excluded.upload_bytes
        RETURNING searches, upload_bytes`,
     )
-    .bind(appId, window, uploadBytes)
+    .bind(appId, window, calls, uploadBytes)
     .first<{ searches: number; upload_bytes: number }>();
-  return { searches: row?.searches ?? 1, uploadBytes: row?.upload_bytes ?? uploadBytes, secondsLeft: 60 - Math.floor((now % 60_000) / 1000) };
+  return { searches: row?.searches ?? calls, uploadBytes: row?.upload_bytes ?? uploadBytes, secondsLeft: 60 - Math.floor((now % 60_000) / 1000) };
 }
 
 export async function pruneUsage(db: D1Database, now = Date.now()): Promise<void> {

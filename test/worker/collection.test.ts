@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { imageVectors } from '../../src/storage/vectors';
-import { adminHeaders, basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, retiredLeft, search, waitForTransaction } from './helpers';
+import { adminHeaders, basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, retiredLeft, search, waitForTransaction, type Credentials } from './helpers';
 
 const setLimits = (appId: string, limits: Record<string, number | null>) =>
   call(`/admin/apps/${appId}`, { method: 'PATCH', headers: adminHeaders, body: JSON.stringify(limits) });
@@ -113,6 +113,37 @@ describe('operator limits (admin API) and the general errors', () => {
     const again = await insert(app, [slow('c')]);
     expect(again.headers.get('retry-after')).toBeNull();
     expect(await outcome(again)).toEqual(ACCEPTED);
+  });
+
+  /** 12 single-image inserts at once, each of its own name: the answers' envelopes and their transactions. */
+  async function parallelInserts(app: Credentials, url: string) {
+    const responses = await Promise.all(Array.from({ length: 12 }, (_, k) => insert(app, [{ im_name: `p${k}`, im_url: url }])));
+    const bodies = await Promise.all(responses.map((response) => response.json<{ status: string; error: unknown[]; trans_id?: number }>()));
+    return { accepted: bodies.flatMap((body) => (body.status === 'OK' ? [body.trans_id!] : [])), refused: bodies.filter((body) => body.status !== 'OK') };
+  }
+
+  const countWhere = async (sql: string, appId: string) => (await env.DB.prepare(sql).bind(appId).first<{ n: number }>())!.n;
+
+  it('holds the collection size limit under parallel inserts', async () => {
+    const app = await createApp();
+    await setLimits(app.app_id, { image_limit: 5 });
+    const { accepted, refused } = await parallelInserts(app, fixtureUrl('/images/animals_birds_hen.png'));
+    expect(accepted).toHaveLength(5);
+    expect(refused).toEqual(Array.from({ length: 7 }, () => ({ status: 'fail', method: 'insert', error: ['Exceeds image collection size limit.'], total: 0, result: [] })));
+    await Promise.all(accepted.map((transId) => waitForTransaction(app, transId)));
+    expect(await countWhere('SELECT count(*) AS n FROM images WHERE app_id = ?', app.app_id)).toBe(5);
+  });
+
+  it('holds the pending limit under parallel inserts', async () => {
+    const app = await createApp();
+    await setLimits(app.app_id, { pending_limit: 3 });
+    // Slow downloads keep the accepted images waiting while the other calls are decided.
+    const { accepted, refused } = await parallelInserts(app, fixtureUrl('/slow/animals_birds_hen.png'));
+    expect(accepted).toHaveLength(3);
+    expect(refused).toEqual(Array.from({ length: 9 }, () => ({ status: 'fail', method: 'insert', error: ['System busy, please try again later.'], total: 0, result: [] })));
+    const pending = `SELECT count(*) AS n FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id WHERE t.app_id = ? AND i.state = 'pending'`;
+    expect(await countWhere(pending, app.app_id)).toBeLessThanOrEqual(3);
+    await Promise.all(accepted.map((transId) => waitForTransaction(app, transId)));
   });
 
   it('validates limits in the admin API', async () => {

@@ -2,7 +2,7 @@ import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { QUERY_IMAGE_TTL_HOURS } from '../../src/storage/query-images';
 import { formatTimestamp } from '../../src/time';
-import { adminHeaders, call, createApp, fixtureUrl, imageBytes, insertAndWait, runSweeper, uploadsearch, type Credentials } from './helpers';
+import { adminHeaders, call, createApp, discoversearch, fixtureUrl, hits, imageBytes, insertAndWait, runSweeper, searchForm, uploadsearch, type Credentials } from './helpers';
 
 /**
  * What bounds one caller: the operator's per-minute limits on an application's searches and uploaded bytes, and the
@@ -57,6 +57,46 @@ describe('per-application limits a minute', () => {
     expect(image.size).toBeLessThan(30_000);
     expect((await uploadsearch(app, { image })).body.error).toEqual([EMPTY_COLLECTION]);
     expect((await uploadsearch(app, { image })).body).toMatchObject({ status: 'fail', error: [BUSY] });
+  });
+
+  // 278,537 bytes: one download fits 300,000 bytes a minute, two do not.
+  const BIG = '/images/opencv-doc_aloeL.jpg';
+
+  for (const [endpoint, search] of [['/uploadsearch', uploadsearch], ['/discoversearch', discoversearch]] as const) {
+    it(`counts the bytes of query images downloaded by ${endpoint} against upload_bytes_per_minute`, async () => {
+      const app = await createApp('download-limited');
+      await insertAndWait(app, [{ im_name: 'hen', im_url: fixtureUrl('/images/animals_birds_hen.png') }]);
+      await setLimits(app, { upload_bytes_per_minute: 300_000 });
+      await startOfEnoughMinute();
+      // A path of this test's own, for its count of downloads.
+      const path = `${BIG}/${app.app_id}`;
+      const first = await search(app, { im_url: fixtureUrl(path) });
+      expect(first.body.status).toBe('OK');
+      // A search by im_id reads no new bytes: only the call counts.
+      expect((await search(app, { im_id: first.body.im_id })).body.status).toBe('OK');
+      for (let k = 0; k < 7; k++) {
+        const refused = await call(endpoint, { method: 'POST', body: searchForm({ im_url: fixtureUrl(path), access_key: app.app_key }) });
+        expect(refused.status).toBe(200);
+        expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+        expect(await refused.json()).toMatchObject({ status: 'fail', error: [BUSY] });
+      }
+      // The second download is cut at what the minute had left, which it passes: the others are refused unread.
+      expect(await hits(path)).toBe(2);
+    });
+  }
+
+  it('counts /image calls (the console thumbnails) under searches_per_minute', async () => {
+    const app = await createApp('thumbnails-limited');
+    await insertAndWait(app, [{ im_name: 'hen', im_url: fixtureUrl('/images/animals_birds_hen.png') }]);
+    await setLimits(app, { searches_per_minute: 3 });
+    await startOfEnoughMinute();
+    expect((await colorsearch(app)).body.status).toBe('OK');
+    for (let k = 0; k < 2; k++) expect((await call(`/image?im_name=hen&access_key=${app.app_key}`)).status).toBe(200);
+    const refused = await call(`/image?im_name=hen&access_key=${app.app_key}`);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await refused.json()).toEqual({ status: 'fail', method: 'image', error: [BUSY] });
+    expect((await colorsearch(app)).body).toMatchObject({ status: 'fail', error: [BUSY] });
   });
 });
 

@@ -1,9 +1,11 @@
-import { env } from 'cloudflare:test';
+import { createMessageBatch, env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
+import worker from '../../src/index';
 import { continueReindex, type ReindexStep } from '../../src/ingest/reindex';
 import { STALL_MINUTES } from '../../src/ingest/sweeper';
 import { embedModels } from '../../src/storage/embed-models';
 import { startReindex } from '../../src/storage/reindexes';
+import { createTransaction } from '../../src/storage/transactions';
 import { vectorMetadataKey } from '../../src/storage/vector-metadata';
 import { imageVectors, objectVectors, writeEmbedding } from '../../src/storage/vectors';
 import { formatTimestamp } from '../../src/time';
@@ -283,5 +285,50 @@ describe('reindex', () => {
     // The chain begun by asking again supersedes the one never sent: a step carrying the old number does nothing.
     expect(await continueReindex(env, app.app_id, started!.step)).toEqual({ next: 'ended' });
     expect((await waitForReindex(app, 'done')).embed_model).toBe(OLD_MODEL);
+  });
+
+  it('an insert embedded by both models that applies after the switch leaves nothing in the old model', async () => {
+    const app = await newCatalog('reindex-late-insert', IMAGES.slice(0, 2));
+    const started = await startReindex(env.DB, app.app_id, NEW_MODEL);
+    // Accepted while the reindex embeds: written in both models, and held before it applies until the application moved.
+    const transId = await createTransaction(env.DB, app.app_id, [
+      { index: 0, imName: 'late', imUrl: fixtureUrl(`/images/${LATE_IMAGES[0]}`), metadata: { brand: 'acme' } },
+    ]);
+    let storing!: () => void;
+    let release!: () => void;
+    const stored = new Promise<void>((resolve) => (storing = resolve));
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const held = new Proxy(env.BLOBS, {
+      get: (target, property) => {
+        if (property !== 'put') return (Reflect.get(target, property) as unknown as (...args: unknown[]) => unknown).bind(target);
+        return async (...args: Parameters<R2Bucket['put']>) => {
+          storing();
+          await released;
+          return target.put(...args);
+        };
+      },
+    });
+    const batch = createMessageBatch('image-insert', [{ id: 'late', timestamp: Date.now(), attempts: 1, body: { transId, index: 0 } }]);
+    const delivered = worker.queue(batch, { ...env, BLOBS: held });
+    await stored;
+
+    // Steps until the application moved and the reindex either ended or waits (twice) for something.
+    let step: ReindexStep = { next: 'now', step: started!.step };
+    for (let waits = 0; step.next !== 'ended' && waits < 2; ) {
+      step = await continueReindex(env, app.app_id, step.step);
+      if (step.next === 'wait' && (await appModel(app)) === NEW_MODEL) waits++;
+    }
+    expect(await appModel(app)).toBe(NEW_MODEL);
+    release();
+    await delivered;
+    while (step.next !== 'ended') step = await continueReindex(env, app.app_id, step.step);
+
+    const late = (await liveImages(app)).find((image) => image.im_name === 'late')!;
+    expect(late.embed_model).toBe(NEW_MODEL);
+    const objectIds = Array.from({ length: late.object_count }, (_, k) => `${late.id}.${k}`);
+    expect(await imageVectors(env, NEW_MODEL).getByIds([String(late.id)])).toHaveLength(1);
+    expect(await objectVectors(env, NEW_MODEL).getByIds(objectIds)).toHaveLength(objectIds.length);
+    expect(await imageVectors(env, OLD_MODEL).getByIds([String(late.id)])).toEqual([]);
+    expect(await objectVectors(env, OLD_MODEL).getByIds(objectIds)).toEqual([]);
   });
 });

@@ -4,6 +4,7 @@ import worker from '../../src/index';
 import type { Env } from '../../src/env';
 import { MAX_DETECTED_OBJECTS } from '../../src/ports/inference/types';
 import { createTransaction } from '../../src/storage/transactions';
+import { vectorMetadataKey } from '../../src/storage/vector-metadata';
 import { colorVectors, imageVectors, objectVectors } from '../../src/storage/vectors';
 import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, retiredLeft, runSweeper, search, waitForTransaction, type Credentials } from './helpers';
 
@@ -36,8 +37,8 @@ async function strayVectors(app: Credentials, live: Row[]): Promise<string[]> {
 }
 
 /**
- * D1, R2 and the vector indexes agree: each live row has its bytes and vectors, and nothing else is stored. A
- * consumer deletes what it retired just after settling its item, so that is waited for first.
+ * D1, R2 and the vector indexes agree: each live row has its bytes and vectors, and nothing else is stored, nor any
+ * vector left to rewrite. A consumer deletes what it retired just after settling its item, so that is waited for first.
  */
 async function expectConsistent(app: Credentials): Promise<Row[]> {
   expect(await retiredLeft(app)).toBe(0);
@@ -49,6 +50,8 @@ async function expectConsistent(app: Credentials): Promise<Row[]> {
   const listed = await env.BLOBS.list({ prefix: `${app.app_id}/images/` });
   expect(listed.objects.map((object) => object.key).sort()).toEqual(live.map((row) => row.blob_key).sort());
   expect(await strayVectors(app, live)).toEqual([]);
+  const stale = await env.DB.prepare('SELECT count(*) AS n FROM stale_vector_metadata WHERE app_id = ?').bind(app.app_id).first<{ n: number }>();
+  expect(stale!.n).toBe(0);
   return live;
 }
 
@@ -56,10 +59,12 @@ const injected = (what: string) => async (): Promise<never> => {
   throw new Error(`injected: ${what} failed`);
 };
 
-/** The Worker's environment with the local vector index failing every call of `method`, as a failing Vectorize would. */
-function withFailingVectorIndex(method: 'upsert' | 'deleteByIds'): Env {
+type VectorIndexStub = ReturnType<Env['LOCAL_VECTOR_INDEX']['get']>;
+
+/** The Worker's environment with calls of the local vector index replaced by `change`'s (given each index's own). */
+function withVectorIndex(change: (stub: VectorIndexStub) => Partial<Record<'upsert' | 'getByIds' | 'deleteByIds', (...args: never[]) => Promise<unknown>>>): Env {
   const namespace = env.LOCAL_VECTOR_INDEX;
-  const failing = {
+  const changed = {
     idFromName: (name: string) => namespace.idFromName(name),
     get: (id: DurableObjectId) => {
       const stub = namespace.get(id);
@@ -68,12 +73,15 @@ function withFailingVectorIndex(method: 'upsert' | 'deleteByIds'): Env {
         queryMany: (...args: Parameters<typeof stub.queryMany>) => stub.queryMany(...args),
         getByIds: (ids: string[]) => stub.getByIds(ids),
         deleteByIds: (ids: string[]) => stub.deleteByIds(ids),
-        [method]: injected(`vector ${method}`),
+        ...change(stub),
       };
     },
   };
-  return { ...env, LOCAL_VECTOR_INDEX: failing as unknown as Env['LOCAL_VECTOR_INDEX'] };
+  return { ...env, LOCAL_VECTOR_INDEX: changed as unknown as Env['LOCAL_VECTOR_INDEX'] };
 }
+
+/** The Worker's environment with the local vector index failing every call of `method`, as a failing Vectorize would. */
+const withFailingVectorIndex = (method: 'upsert' | 'deleteByIds'): Env => withVectorIndex(() => ({ [method]: injected(`vector ${method}`) }));
 
 /** The Worker's environment with R2 failing every call of `method`. */
 function withFailingBlobs(method: 'put' | 'delete'): Env {
@@ -278,5 +286,71 @@ describe('image versions', () => {
     await waitForTransaction(app, reinserted.trans_id);
     const [row] = await expectConsistent(app);
     expect(JSON.parse(row!.metadata)).toEqual({ brand: 'second', price: 3 });
+  });
+
+  it('metadata-only updates of a name apply in the order they were accepted, one deferred behind a slow insert included', async () => {
+    const app = await createApp('update-after-update', [{ name: 'brand', type: 'string', searchable: true }]);
+    await insertAndWait(app, [
+      { im_name: 'n1', im_url: fixtureUrl('/images/animals_birds_rooster.png'), brand: 'other' },
+      { im_name: 'n2', im_url: fixtureUrl('/images/animals_birds_hen.png'), brand: 'first' },
+    ]);
+    const accepted = async (images: Record<string, string>[]) => (await (await insert(app, images)).json<{ trans_id: number }>()).trans_id;
+    const reinserted = await accepted([{ im_name: 'n2', im_url: fixtureUrl('/slow/animals_birds_hen.png') }]);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // A waits for the slow insert; B, accepted once that is done, has no insert before it: once B overtook A.
+    const first = await accepted([{ im_name: 'n2', brand: 'A' }]);
+    await waitForTransaction(app, reinserted);
+    const second = await accepted([{ im_name: 'n2', brand: 'B' }]);
+    expect(await waitForTransaction(app, first)).toMatchObject({ success_count: 1 });
+    expect(await waitForTransaction(app, second)).toMatchObject({ success_count: 1 });
+
+    const live = await expectConsistent(app);
+    const n2 = live.find((row) => row.im_name === 'n2')!;
+    expect(JSON.parse(n2.metadata)).toEqual({ brand: 'B' });
+    const [vector] = await imageVectors(env, env.EMBED_MODEL).getByIds([String(n2.id)]);
+    expect(vector!.metadata).toEqual({ [vectorMetadataKey('brand')!]: 'B' });
+    const found = await search(app, 'im_name=n1&fl=brand&fq=brand:B');
+    expect(found.body.result).toEqual([expect.objectContaining({ im_name: 'n2', value_map: { brand: 'B' } })]);
+  });
+
+  it('a metadata update whose vector rewrite meets a remove of its image writes no vector back for good', async () => {
+    const app = await createApp('update-meets-remove', [{ name: 'brand', type: 'string', searchable: true }]);
+    await insertAndWait(app, [{ im_name: 'item', im_url: fixtureUrl('/images/animals_birds_hen.png'), brand: 'old' }]);
+    const transId = await createTransaction(env.DB, app.app_id, [{ index: 0, imName: 'item', imUrl: null, metadata: { brand: 'new' } }]);
+    // The remove comes after the update read the vectors and before it writes them back with the new metadata.
+    let removed: Promise<unknown> | undefined;
+    const meetsRemove = withVectorIndex((stub) => ({
+      getByIds: async (ids: string[]) => {
+        const records = await stub.getByIds(ids);
+        removed ??= removeWith(env, app, 'item');
+        await removed;
+        return records;
+      },
+    }));
+    expect(await deliver(meetsRemove, 'image-insert', transId)).toEqual({ retried: false });
+    expect(await removed).toMatchObject({ status: 'OK', total: 1 });
+    expect(await expectConsistent(app)).toEqual([]);
+  });
+
+  it('a metadata update given up after its D1 merge leaves D1 and the vector index agreeing once the sweeper ran', async () => {
+    const app = await createApp('update-given-up', [{ name: 'brand', type: 'string', searchable: true }]);
+    await insertAndWait(app, [
+      { im_name: 'probe', im_url: fixtureUrl('/images/animals_birds_rooster.png'), brand: 'other' },
+      { im_name: 'item', im_url: fixtureUrl('/images/animals_birds_hen.png'), brand: 'old' },
+    ]);
+    const transId = await createTransaction(env.DB, app.app_id, [{ index: 0, imName: 'item', imUrl: null, metadata: { brand: 'new' } }]);
+    // Merged into D1, then the vectors cannot be written, in every delivery: the dead-letter consumer gives it up.
+    expect(await deliver(withFailingVectorIndex('upsert'), 'image-insert', transId)).toEqual({ retried: true });
+    await deliver(env, 'image-insert-dlq', transId, 5);
+    expect(await waitForTransaction(app, transId, 1_000)).toMatchObject({ processed_percent: 100, fail_count: 1 });
+
+    await runSweeper();
+    const item = (await expectConsistent(app)).find((row) => row.im_name === 'item')!;
+    expect(JSON.parse(item.metadata)).toEqual({ brand: 'new' });
+    const [vector] = await imageVectors(env, env.EMBED_MODEL).getByIds([String(item.id)]);
+    expect(vector!.metadata).toEqual({ [vectorMetadataKey('brand')!]: 'new' });
+    // fq pushed down to the vector index and fl read from D1 answer alike.
+    const found = await search(app, 'im_name=probe&fl=brand&fq=brand:new');
+    expect(found.body.result).toEqual([expect.objectContaining({ im_name: 'item', value_map: { brand: 'new' } })]);
   });
 });
