@@ -1,8 +1,11 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { predictForm } from '../inference/src/contract.ts';
+import { IMAGES_DIR, startFixtureServer } from '../test/support/fixture-server.ts';
 import { freePort } from '../test/support/free-port.ts';
-import { startLocalStack } from './lib/local-stack.ts';
+import type { AdminConfig } from './lib/admin-client.ts';
+import { createApplication, waitForInsert, type AuthHeader } from './lib/api-client.ts';
+import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
 import { processKind, sampleMemory } from './lib/process-usage.ts';
 import { ROOT } from './lib/wrangler-env.ts';
 
@@ -12,7 +15,10 @@ import { ROOT } from './lib/wrangler-env.ts';
  * one's peak above its level just before the scenario, and the answers' statuses:
  * - 10 concurrent 2 MB urlencoded bodies of `a&a&...` without credentials, to `/insert` (a data endpoint: Basic only)
  *   and to `/uploadsearch` (an app key may come in the body);
- * - 10 concurrent 45 MB multipart bodies straight to the inference service's `/predict`, with its secret.
+ * - 10 concurrent 45 MB multipart bodies straight to the inference service's `/predict`, with its secret;
+ * - searches of a catalog with the most metadata the spec allows (issue 34): 100 images of 30 fields of 5000
+ *   three-byte characters (45 MB), `/search` without `fl` 4 times in a row and 8 at once, and another application's
+ *   search while the 8 run, against its latency alone.
  * Written to `.local/memory.json` too. Not a test: the figures depend on the machine.
  */
 
@@ -21,7 +27,11 @@ const OUT = path.join(ROOT, '.local/memory.json');
 const CONCURRENT = 10;
 
 type Scenario = { name: string; run: () => Promise<string[]> };
-type Row = { scenario: string; answers: string; workerMiB: number; inferenceMiB: number };
+type Row = { scenario: string; answers: string; seconds: number; workerMiB: number; inferenceMiB: number };
+
+const LARGE_CATALOG = { images: 100, fields: 30, perInsert: 20 };
+/** 5000 characters, the most a value may have (spec 2.1), of three bytes each in UTF-8. */
+const LARGE_VALUE = '漢'.repeat(5000);
 
 const statusOf = async (response: Response): Promise<string> => {
   const text = await response.text();
@@ -46,56 +56,136 @@ async function residentNow(): Promise<Record<string, number>> {
 async function measure(scenario: Scenario): Promise<Row> {
   const before = await residentNow();
   const memory = sampleMemory(process.pid, processKind);
+  const started = performance.now();
   const answers = await scenario.run();
+  const seconds = (performance.now() - started) / 1000;
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const peaks = memory.stop();
   return {
     scenario: scenario.name,
     answers: tally(answers),
+    seconds,
     workerMiB: (peaks.worker?.peakRssMiB ?? 0) - (before.worker ?? 0),
     inferenceMiB: (peaks.inference?.peakRssMiB ?? 0) - (before.inference ?? 0),
   };
 }
 
+/** Inserts the images as one multipart `/insert` (no percent-encoding of the metadata) and waits for it. */
+async function insertAll(stack: LocalStack, auth: AuthHeader, images: { name: string; url: string; metadata: Record<string, string> }[]): Promise<void> {
+  const form = new FormData();
+  images.forEach((image, index) => {
+    form.set(`im_name[${index}]`, image.name);
+    form.set(`im_url[${index}]`, image.url);
+    for (const [field, value] of Object.entries(image.metadata)) form.set(`${field}[${index}]`, value);
+  });
+  const response = await fetch(`${stack.baseUrl}/insert`, { method: 'POST', headers: auth, body: form });
+  const body = (await response.json()) as { status: string; trans_id: number };
+  if (body.status !== 'OK') throw new Error(`insert answered ${JSON.stringify(body)}`);
+  const status = await waitForInsert(stack.baseUrl, auth, body.trans_id, { pollMs: 500, timeoutMs: 300_000 });
+  if (status.fail_count > 0) throw new Error(`inserts failed: ${JSON.stringify(status.error_list)}`);
+}
+
+/**
+ * An application holding LARGE_CATALOG (`big0`...`big99`, fixture images, 30 non-searchable string fields full),
+ * sent LARGE_CATALOG.perInsert images a call (the 20 MB body cap holds about 40 such images: docs/decisions.md),
+ * and another application with a few images and no metadata.
+ */
+async function loadCatalogs(stack: LocalStack, admin: AdminConfig, imagesUrl: string): Promise<{ large: AuthHeader; other: AuthHeader }> {
+  const fields = Array.from({ length: LARGE_CATALOG.fields }, (_, k) => ({ name: `f${k}`, type: 'string' as const, searchable: false }));
+  const large = await createApplication(admin, 'measure-large-metadata', undefined, fields);
+  const other = await createApplication(admin, 'measure-other-tenant');
+  const files = readdirSync(IMAGES_DIR).filter((file) => file.startsWith('opencv-doc_')).sort();
+  const metadata = Object.fromEntries(fields.map((field) => [field.name, LARGE_VALUE]));
+  console.log(`Inserting ${LARGE_CATALOG.images} images of ${LARGE_CATALOG.fields} fields of 5000 three-byte characters...`);
+  for (let start = 0; start < LARGE_CATALOG.images; start += LARGE_CATALOG.perInsert) {
+    const batch = Array.from({ length: Math.min(LARGE_CATALOG.perInsert, LARGE_CATALOG.images - start) }, (_, k) => start + k);
+    await insertAll(stack, large, batch.map((n) => ({ name: `big${n}`, url: `${imagesUrl}/images/${files[n % files.length]}`, metadata })));
+  }
+  await insertAll(stack, other, files.slice(0, 5).map((file, n) => ({ name: `other${n}`, url: `${imagesUrl}/images/${file}`, metadata: {} })));
+  return { large, other };
+}
+
+/** The answers of `/search` calls (`{status}` or the envelope's error), and how long each took, in ms. */
+async function searchCall(stack: LocalStack, auth: AuthHeader, query: string): Promise<{ answer: string; ms: number }> {
+  const started = performance.now();
+  const answer = await statusOf(await fetch(`${stack.baseUrl}/search?${query}`, { headers: auth }));
+  return { answer, ms: performance.now() - started };
+}
+
+/** Bodies no caller should be able to make the stack hold. */
+function hostileBodies(stack: LocalStack): Scenario[] {
+  const flood = 'a&'.repeat(1024 * 1024);
+  const junk = new Uint8Array(45 * 1024 * 1024);
+  return [
+    {
+      name: `${CONCURRENT} x 2 MB of a&a&... without credentials to /insert`,
+      run: () => Promise.all(Array.from({ length: CONCURRENT }, async () => statusOf(await fetch(`${stack.baseUrl}/insert`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: flood })))),
+    },
+    {
+      name: `${CONCURRENT} x 2 MB of a&a&... without credentials to /uploadsearch`,
+      run: () => Promise.all(Array.from({ length: CONCURRENT }, async () => statusOf(await fetch(`${stack.baseUrl}/uploadsearch`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: flood })))),
+    },
+    {
+      name: `${CONCURRENT} x 45 MB to the inference service's /predict`,
+      run: () =>
+        Promise.all(
+          Array.from({ length: CONCURRENT }, async () => {
+            const form = predictForm(junk, ['embed']);
+            const response = await fetch(`${stack.inferenceUrl}/predict`, { method: 'POST', body: form, headers: { authorization: `Bearer ${stack.inferenceSecret}` } });
+            await response.arrayBuffer();
+            return String(response.status);
+          }),
+        ),
+    },
+  ];
+}
+
+/** Searches of the catalog with the most metadata, and another application's search meanwhile. */
+async function largeMetadataSearches(stack: LocalStack, { large, other }: { large: AuthHeader; other: AuthHeader }): Promise<Scenario[]> {
+  const otherAlone = await searchCall(stack, other, 'im_name=other0&limit=10');
+  return [
+    {
+      name: `/search?im_name=big0&limit=10 (no fl) over ${LARGE_CATALOG.images} images of 45 MB of metadata, 4 in a row`,
+      run: async () => {
+        const answers: string[] = [];
+        for (let n = 0; n < 4; n++) {
+          const { answer, ms } = await searchCall(stack, large, 'im_name=big0&limit=10');
+          answers.push(`${answer} in ${(ms / 1000).toFixed(2)} s`);
+        }
+        return answers;
+      },
+    },
+    {
+      name: `the same with limit=1, 8 at once, and another application's /search meanwhile (${Math.round(otherAlone.ms)} ms alone)`,
+      run: async () => {
+        const big = Array.from({ length: 8 }, () => searchCall(stack, large, 'im_name=big0&limit=1'));
+        const [meanwhile, ...done] = await Promise.all([searchCall(stack, other, 'im_name=other0&limit=10'), ...big]);
+        const slowest = Math.max(...done.map(({ ms }) => ms));
+        return [...done.map(({ answer }) => answer), `other application: ${meanwhile.answer} in ${Math.round(meanwhile.ms)} ms; slowest of the 8: ${(slowest / 1000).toFixed(2)} s`];
+      },
+    },
+  ];
+}
+
 async function main(): Promise<void> {
   rmSync(STATE_DIR, { recursive: true, force: true });
-  const [port, inferencePort] = [await freePort(), await freePort()];
+  const [port, inferencePort, fixturesPort] = [await freePort(), await freePort(), await freePort()];
   const stack = await startLocalStack({ port, inferencePort, adminToken: 'measure-memory', persistTo: STATE_DIR });
+  const fixtures = await startFixtureServer(fixturesPort);
   try {
-    const flood = 'a&'.repeat(1024 * 1024);
-    const junk = new Uint8Array(45 * 1024 * 1024);
-    const scenarios: Scenario[] = [
-      {
-        name: `${CONCURRENT} x 2 MB of a&a&... without credentials to /insert`,
-        run: () => Promise.all(Array.from({ length: CONCURRENT }, async () => statusOf(await fetch(`${stack.baseUrl}/insert`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: flood })))),
-      },
-      {
-        name: `${CONCURRENT} x 2 MB of a&a&... without credentials to /uploadsearch`,
-        run: () => Promise.all(Array.from({ length: CONCURRENT }, async () => statusOf(await fetch(`${stack.baseUrl}/uploadsearch`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: flood })))),
-      },
-      {
-        name: `${CONCURRENT} x 45 MB to the inference service's /predict`,
-        run: () =>
-          Promise.all(
-            Array.from({ length: CONCURRENT }, async () => {
-              const form = predictForm(junk, ['embed']);
-              const response = await fetch(`${stack.inferenceUrl}/predict`, { method: 'POST', body: form, headers: { authorization: `Bearer ${stack.inferenceSecret}` } });
-              await response.arrayBuffer();
-              return String(response.status);
-            }),
-          ),
-      },
-    ];
     const idle = await residentNow();
     const rows: Row[] = [];
-    for (const scenario of scenarios) rows.push(await measure(scenario));
+    for (const scenario of hostileBodies(stack)) rows.push(await measure(scenario));
+    const catalogs = await loadCatalogs(stack, { baseUrl: stack.baseUrl, token: 'measure-memory' }, `http://127.0.0.1:${fixturesPort}`);
+    for (const scenario of await largeMetadataSearches(stack, catalogs)) rows.push(await measure(scenario));
 
     console.log(`\nidle: workerd ${idle.worker} MiB, inference ${idle.inference} MiB`);
-    console.log('| scenario | answers | workerd peak above the level before | inference peak above the level before |\n| --- | --- | --- | --- |');
-    for (const row of rows) console.log(`| ${row.scenario} | ${row.answers} | ${row.workerMiB} MiB | ${row.inferenceMiB} MiB |`);
+    console.log('| scenario | answers | seconds | workerd peak above the level before | inference peak above the level before |\n| --- | --- | --- | --- | --- |');
+    for (const row of rows) console.log(`| ${row.scenario} | ${row.answers} | ${row.seconds.toFixed(2)} | ${row.workerMiB} MiB | ${row.inferenceMiB} MiB |`);
     mkdirSync(path.dirname(OUT), { recursive: true });
     writeFileSync(OUT, JSON.stringify({ idle, rows }, null, 2));
   } finally {
+    fixtures.close();
     stack.stop();
   }
 }

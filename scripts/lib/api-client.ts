@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { adminRequest, type AdminConfig } from './admin-client.ts';
+import { adminRequest, type AdminConfig, type Field } from './admin-client.ts';
 
 /**
  * The search API as the project's commands use it (`npm run eval`, `bench`, `load`): a new application's Basic auth
@@ -12,10 +12,17 @@ export type InsertStatus = { processed_percent: number; success_count: number; f
 /** `/insert` takes at most 100 images a call (spec 2.1). */
 export const INSERT_BATCH = 100;
 
-/** A new application's auth header; on `embedModel` (an id of wrangler.toml's EMBED_MODELS) or else EMBED_MODEL. */
-export async function createApplication(admin: AdminConfig, name: string, embedModel?: string): Promise<AuthHeader> {
-  const created = await adminRequest<{ access_key: string; secret_key: string }>(admin, 'POST', '/admin/apps', { name, embed_model: embedModel });
+/**
+ * A new application's auth header; on `embedModel` (an id of wrangler.toml's EMBED_MODELS) or else EMBED_MODEL, with
+ * the metadata schema `fields` if given.
+ */
+export async function createApplication(admin: AdminConfig, name: string, embedModel?: string, fields?: Field[]): Promise<AuthHeader> {
+  const created = await adminRequest<{ app_id: string; access_key: string; secret_key: string }>(admin, 'POST', '/admin/apps', { name, embed_model: embedModel });
   if (created.status !== 201) throw new Error(`could not create the application ${name}: ${JSON.stringify(created.body)}`);
+  if (fields) {
+    const schema = await adminRequest(admin, 'PUT', `/admin/apps/${created.body.app_id}/schema`, { fields });
+    if (schema.status !== 200) throw new Error(`could not set the schema of ${name}: ${JSON.stringify(schema.body)}`);
+  }
   return { authorization: `Basic ${Buffer.from(`${created.body.access_key}:${created.body.secret_key}`).toString('base64')}` };
 }
 
