@@ -116,14 +116,17 @@ async function ingest(env: Env, item: PendingItem & { imUrl: string }): Promise<
  * with its record of stale vectors (storage/stale-vectors.ts) gone, once the vectors are rewritten.
  */
 async function updateMetadata(env: Env, item: PendingItem): Promise<void> {
-  const merged = await mergeImageMetadata(env.DB, item);
+  const attempt = crypto.randomUUID();
+  const merged = await mergeImageMetadata(env.DB, item, attempt);
   if (merged.kind === 'merged') {
-    await replaceVectorMetadata(env, merged.image, vectorMetadata(merged.image.metadata, await getSchema(env.DB, item.appId)));
+    // Read after the merge, which holds a reindex's retire pass back: an old model emptied since is not written again.
+    const [schema, models] = await Promise.all([getSchema(env.DB, item.appId), embedModelsToWrite(env.DB, item.appId)]);
+    await replaceVectorMetadata(env, merged.image, vectorMetadata(merged.image.metadata, schema), models);
   }
   // Removed since the update was accepted: there is nothing left to update.
   const { code, message } = DATA_ERRORS.imageNotFound;
   const outcome: ItemOutcome = merged.kind === 'missing' ? { state: 'failed', code, message } : { state: 'done' };
-  await env.DB.batch([...settleStatements(env.DB, item.transId, item.index, outcome), vectorsRewritten(env.DB, item.transId, item.index)]);
+  await env.DB.batch([...settleStatements(env.DB, item.transId, item.index, outcome), vectorsRewritten(env.DB, attempt)]);
 }
 
 /**

@@ -4,8 +4,8 @@
  * Progress lives in D1 (`images.embed_model`, `reindexes`), so a reindex whose message was lost resumes from there
  * (the sweeper sends another). Each step's message carries the step's number: a superseded chain of messages (a
  * redelivery, a resume) stops at its next step. Once every image is in the new model, one D1 batch moves the
- * application onto it (storage/reindexes.ts, switchToNewModel); then, once the inserts accepted before that applied,
- * its vectors in every other model are deleted.
+ * application onto it (storage/reindexes.ts, switchToNewModel); then, once the inserts accepted before that applied
+ * and no metadata update is rewriting vectors, its vectors in every other model are deleted.
  */
 import { base64ToBytes } from '../base64';
 import type { Env } from '../env';
@@ -19,7 +19,7 @@ import {
   getReindex,
   imagesAfter,
   imagesToReembed,
-  insertsBeforeSwitchPending,
+  oldModelWritesPending,
   markReembedded,
   switchToNewModel,
   type ImageToReembed,
@@ -112,7 +112,7 @@ export async function continueReindex(env: Env, appId: string, step: number): Pr
   const reindex = await getReindex(env.DB, appId);
   if (!reindex || reindex.step !== step || (reindex.state !== 'embedding' && reindex.state !== 'retiring')) return ENDED;
   if (reindex.state === 'retiring') {
-    if (await insertsBeforeSwitchPending(env.DB, reindex)) return then('wait', await advanceReindex(env.DB, reindex));
+    if (await oldModelWritesPending(env.DB, reindex)) return then('wait', await advanceReindex(env.DB, reindex));
     const images = await imagesAfter(env.DB, appId, reindex.toModel, reindex.retireCursor, RETIRE_CHUNK);
     await deleteEmbeddingsExcept(env, reindex.toModel, images);
     if (images.length === 0) {

@@ -9,7 +9,7 @@ import { findStalledItems, pruneRemovals, recordSweep } from '../storage/transac
 import { formatTimestamp } from '../time';
 import { failForGood } from './dead-letters';
 import { MAX_MESSAGES_PER_SEND, sendInsertMessages, sendReindexMessage } from './message';
-import { failReindex, resumeReindex, stalledReindexes } from '../storage/reindexes';
+import { embedModelsToWrite, failReindex, resumeReindex, stalledReindexes } from '../storage/reindexes';
 import { replaceVectorMetadata, vectorMetadata } from '../storage/vectors';
 
 /**
@@ -33,14 +33,15 @@ const STALE_PER_RUN = 100;
  * D1 changed across the write: a later update may have written its own vectors before this write landed.
  */
 async function rewriteStaleVectors(env: Env, stale: StaleVectors): Promise<void> {
-  const schema = await getSchema(env.DB, stale.appId);
+  // Models read while the record holds a reindex's retire pass back: an old model emptied since is not written again.
+  const [schema, models] = await Promise.all([getSchema(env.DB, stale.appId), embedModelsToWrite(env.DB, stale.appId)]);
   const live = async () => (await getImagesByIds(env.DB, stale.appId, [stale.imageId], 'all')).get(stale.imageId);
   let written: string | undefined;
   for (let image = await live(); image && JSON.stringify(image.metadata) !== written; image = await live()) {
     written = JSON.stringify(image.metadata);
-    await replaceVectorMetadata(env, image, vectorMetadata(image.metadata, schema));
+    await replaceVectorMetadata(env, image, vectorMetadata(image.metadata, schema), models);
   }
-  await vectorsRewritten(env.DB, stale.transId, stale.index).run();
+  await vectorsRewritten(env.DB, stale.attempt).run();
 }
 
 /**

@@ -159,18 +159,19 @@ export async function existingNames(db: D1Database, appId: string, names: string
 /**
  * Merges an update's fields into the metadata of its image's version older than it (a field given replaces the
  * stored one, others stay), atomically, and records that the version's vectors are to be rewritten
- * (storage/stale-vectors.ts). Only while the update is pending: a redelivery of it settled meanwhile must not merge
+ * (storage/stale-vectors.ts), under `attempt`. Only while the update is pending: a redelivery of it settled meanwhile must not merge
  * again over a later update. `superseded`: the version in place came after the update, which then changes nothing;
  * `missing`: the image is not in the collection.
  */
 export async function mergeImageMetadata(
   db: D1Database,
   item: { appId: string; imName: string; metadata: ImageMetadata; seq: number; transId: number; index: number },
+  attempt: string,
 ): Promise<{ kind: 'merged'; image: ImageRow } | { kind: 'superseded' | 'missing' }> {
   const target = `app_id = ? AND im_name = ? AND id < ? AND EXISTS (SELECT 1 FROM insert_items WHERE trans_id = ? AND item_index = ? AND state = 'pending')`;
   const values = [item.appId, item.imName, item.seq, item.transId, item.index];
   const [, merged, current] = await db.batch<StoredImageRow>([
-    recordStaleVectors(db, item, target, ...values),
+    recordStaleVectors(db, attempt, item, target, ...values),
     db
       .prepare(
         `UPDATE images SET metadata = json_patch(metadata, ?), updated_at = ? WHERE ${target}

@@ -179,11 +179,16 @@ export async function switchToNewModel(db: D1Database, reindex: Reindex): Promis
 }
 
 /**
- * Whether an insert accepted before the reindex's switch is still pending: it may have written the old model's
- * vectors, and would leave them there if it applied behind the retire pass, so the pass waits for it.
+ * Whether a write that may have read the old model is still under way: an insert accepted before the reindex's
+ * switch, still pending, or a metadata update's rewrite of vectors (storage/stale-vectors.ts). Behind the retire
+ * pass it would leave the old model's vectors there, so the pass waits for it.
  */
-export async function insertsBeforeSwitchPending(db: D1Database, reindex: Reindex): Promise<boolean> {
-  return (await db.prepare(`${pendingInsertsUpTo('?2')} LIMIT 1`).bind(reindex.appId, reindex.switchSeq).first()) !== null;
+export async function oldModelWritesPending(db: D1Database, reindex: Reindex): Promise<boolean> {
+  const row = await db
+    .prepare(`SELECT EXISTS (${pendingInsertsUpTo('?2')}) OR EXISTS (SELECT 1 FROM stale_vector_metadata WHERE app_id = ?1) AS pending`)
+    .bind(reindex.appId, reindex.switchSeq)
+    .first<{ pending: number }>();
+  return row?.pending === 1;
 }
 
 /**

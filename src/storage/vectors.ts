@@ -78,11 +78,14 @@ const embeddingIndexes = (env: Env, model: string): HeldVectors[] => [
   { index: objectVectors(env, model), holds: 'objects' },
 ];
 
-/** Every index an image's vectors may be in: each model's image and object indexes, and the colour index. */
-const everyIndex = (env: Env): HeldVectors[] => [
-  ...[...embedModels(env).keys()].flatMap((model) => embeddingIndexes(env, model)),
+/** The indexes of `models` and the colour index. */
+const indexesOf = (env: Env, models: Iterable<string>): HeldVectors[] => [
+  ...[...models].flatMap((model) => embeddingIndexes(env, model)),
   { index: colorVectors(env), holds: 'both' },
 ];
+
+/** Every index an image's vectors may be in: each model's image and object indexes, and the colour index. */
+const everyIndex = (env: Env): HeldVectors[] => indexesOf(env, embedModels(env).keys());
 
 /** The ids of the vectors an index holds of some images. */
 function heldIds(holds: HeldVectors['holds'], images: { id: number; object_count: number }[]): string[] {
@@ -92,10 +95,10 @@ function heldIds(holds: HeldVectors['holds'], images: { id: number; object_count
 }
 
 /**
- * Gives every vector of an image (whole image, objects, palettes, in every model's indexes) new metadata, keeping
- * its values and the object type: a metadata-only update, with no new embedding.
+ * Gives every vector of an image in `models`' indexes and the colour index (whole image, objects, palettes) new
+ * metadata, keeping its values and the object type: a metadata-only update, with no new embedding.
  */
-export async function replaceVectorMetadata(env: Env, image: { id: number; object_count: number }, metadata: VectorMetadata): Promise<void> {
+export async function replaceVectorMetadata(env: Env, image: { id: number; object_count: number }, metadata: VectorMetadata, models: string[]): Promise<void> {
   const rewrite = async ({ index, holds }: HeldVectors): Promise<void> => {
     const ids = heldIds(holds, [image]);
     if (ids.length === 0) return;
@@ -108,7 +111,7 @@ export async function replaceVectorMetadata(env: Env, image: { id: number; objec
       }),
     );
   };
-  await Promise.all(everyIndex(env).map(rewrite));
+  await Promise.all(indexesOf(env, models).map(rewrite));
 }
 
 /** Deletes the whole-image and object vectors of images from one model's indexes. */

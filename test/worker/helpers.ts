@@ -1,5 +1,6 @@
 import { createExecutionContext, createScheduledController, env, SELF, waitOnExecutionContext } from 'cloudflare:test';
 import { expect } from 'vitest';
+import type { Env } from '../../src/env';
 import worker from '../../src/index';
 
 export type Credentials = { app_id: string; access_key: string; secret_key: string; app_key: string };
@@ -147,4 +148,25 @@ export async function runSweeper(): Promise<void> {
   const ctx = createExecutionContext();
   worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: '*/10 * * * *' }), env, ctx);
   await waitOnExecutionContext(ctx);
+}
+
+type VectorIndexStub = ReturnType<Env['LOCAL_VECTOR_INDEX']['get']>;
+
+/** The Worker's environment with calls of the local vector index replaced by `change`'s (given each index's own). */
+export function withVectorIndex(change: (stub: VectorIndexStub) => Partial<Record<'upsert' | 'getByIds' | 'deleteByIds', (...args: never[]) => Promise<unknown>>>): Env {
+  const namespace = env.LOCAL_VECTOR_INDEX;
+  const changed = {
+    idFromName: (name: string) => namespace.idFromName(name),
+    get: (id: DurableObjectId) => {
+      const stub = namespace.get(id);
+      return {
+        upsert: (...args: Parameters<typeof stub.upsert>) => stub.upsert(...args),
+        queryMany: (...args: Parameters<typeof stub.queryMany>) => stub.queryMany(...args),
+        getByIds: (ids: string[]) => stub.getByIds(ids),
+        deleteByIds: (ids: string[]) => stub.deleteByIds(ids),
+        ...change(stub),
+      };
+    },
+  };
+  return { ...env, LOCAL_VECTOR_INDEX: changed as unknown as Env['LOCAL_VECTOR_INDEX'] };
 }

@@ -22,6 +22,7 @@ import {
   search,
   uploadsearch,
   waitForTransaction,
+  withVectorIndex,
   type Credentials,
 } from './helpers';
 
@@ -330,5 +331,44 @@ describe('reindex', () => {
     expect(await objectVectors(env, NEW_MODEL).getByIds(objectIds)).toHaveLength(objectIds.length);
     expect(await imageVectors(env, OLD_MODEL).getByIds([String(late.id)])).toEqual([]);
     expect(await objectVectors(env, OLD_MODEL).getByIds(objectIds)).toEqual([]);
+  });
+
+  it('a metadata update that read the old model before the switch holds the retire pass back, and leaves nothing there', async () => {
+    const app = await newCatalog('reindex-late-update', IMAGES.slice(0, 2));
+    const started = await startReindex(env.DB, app.app_id, NEW_MODEL);
+    const transId = await createTransaction(env.DB, app.app_id, [{ index: 0, imName: IMAGES[0]!, imUrl: null, metadata: { brand: 'updated' } }]);
+    // The update merges and reads the vectors of both models while the reindex embeds, then waits to write them back.
+    let reading!: () => void;
+    let release!: () => void;
+    const read = new Promise<void>((resolve) => (reading = resolve));
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const held = withVectorIndex((stub) => ({
+      getByIds: async (ids: string[]) => {
+        const records = await stub.getByIds(ids);
+        reading();
+        await released;
+        return records;
+      },
+    }));
+    const batch = createMessageBatch('image-insert', [{ id: 'update', timestamp: Date.now(), attempts: 1, body: { transId, index: 0 } }]);
+    const delivered = worker.queue(batch, held);
+    await read;
+
+    let step: ReindexStep = { next: 'now', step: started!.step };
+    for (let waits = 0; step.next !== 'ended' && waits < 2; ) {
+      step = await continueReindex(env, app.app_id, step.step);
+      if (step.next === 'wait' && (await appModel(app)) === NEW_MODEL) waits++;
+    }
+    expect(await appModel(app)).toBe(NEW_MODEL);
+    release();
+    await delivered;
+    while (step.next !== 'ended') step = await continueReindex(env, app.app_id, step.step);
+
+    const updated = (await liveImages(app)).find((image) => image.im_name === IMAGES[0])!;
+    const objectIds = Array.from({ length: updated.object_count }, (_, k) => `${updated.id}.${k}`);
+    expect(await imageVectors(env, OLD_MODEL).getByIds([String(updated.id)])).toEqual([]);
+    expect(await objectVectors(env, OLD_MODEL).getByIds(objectIds)).toEqual([]);
+    const [vector] = await imageVectors(env, NEW_MODEL).getByIds([String(updated.id)]);
+    expect(vector?.metadata?.[vectorMetadataKey('brand')!]).toBe('updated');
   });
 });

@@ -6,7 +6,7 @@ import { MAX_DETECTED_OBJECTS } from '../../src/ports/inference/types';
 import { createTransaction } from '../../src/storage/transactions';
 import { vectorMetadataKey } from '../../src/storage/vector-metadata';
 import { colorVectors, imageVectors, objectVectors } from '../../src/storage/vectors';
-import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, retiredLeft, runSweeper, search, waitForTransaction, type Credentials } from './helpers';
+import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, retiredLeft, runSweeper, search, waitForTransaction, withVectorIndex, type Credentials } from './helpers';
 
 /**
  * Image versions (migrations/0008): an insert is all or nothing, a later operation on a name wins whatever order the
@@ -58,27 +58,6 @@ async function expectConsistent(app: Credentials): Promise<Row[]> {
 const injected = (what: string) => async (): Promise<never> => {
   throw new Error(`injected: ${what} failed`);
 };
-
-type VectorIndexStub = ReturnType<Env['LOCAL_VECTOR_INDEX']['get']>;
-
-/** The Worker's environment with calls of the local vector index replaced by `change`'s (given each index's own). */
-function withVectorIndex(change: (stub: VectorIndexStub) => Partial<Record<'upsert' | 'getByIds' | 'deleteByIds', (...args: never[]) => Promise<unknown>>>): Env {
-  const namespace = env.LOCAL_VECTOR_INDEX;
-  const changed = {
-    idFromName: (name: string) => namespace.idFromName(name),
-    get: (id: DurableObjectId) => {
-      const stub = namespace.get(id);
-      return {
-        upsert: (...args: Parameters<typeof stub.upsert>) => stub.upsert(...args),
-        queryMany: (...args: Parameters<typeof stub.queryMany>) => stub.queryMany(...args),
-        getByIds: (ids: string[]) => stub.getByIds(ids),
-        deleteByIds: (ids: string[]) => stub.deleteByIds(ids),
-        ...change(stub),
-      };
-    },
-  };
-  return { ...env, LOCAL_VECTOR_INDEX: changed as unknown as Env['LOCAL_VECTOR_INDEX'] };
-}
 
 /** The Worker's environment with the local vector index failing every call of `method`, as a failing Vectorize would. */
 const withFailingVectorIndex = (method: 'upsert' | 'deleteByIds'): Env => withVectorIndex(() => ({ [method]: injected(`vector ${method}`) }));
