@@ -22,10 +22,9 @@ import { parseArgs } from 'node:util';
 import { decodeImage, type RgbPixels } from '../src/image/decode.ts';
 import { CENTERNET_SOURCE, loadCenterNet, toCenterNetInput } from '../src/models/detect/centernet.ts';
 import { loadEmbedder, type EmbedderSpec } from '../src/models/embed/embedder.ts';
-import { EMBEDDER_SPECS } from '../src/models/embed/embedder-specs.ts';
 import { embedViews, type EmbedNetwork } from '../src/models/embed/features.ts';
 import { loadMoveNet, MOVENET_SOURCE, toMoveNetInput } from '../src/models/pose/movenet.ts';
-import { modelSetFromEnv } from '../src/models/registry.ts';
+import { builtInSpec, modelSetFromEnv } from '../src/models/registry.ts';
 import { createOnnxRuntime } from '../src/runtime/onnxruntime.ts';
 import type { Float32Tensor, InferenceSession, Runtime } from '../src/runtime/runtime.ts';
 import { createTfjsWasmRuntime } from '../src/runtime/tfjs-wasm.ts';
@@ -70,7 +69,7 @@ export function runtimesToMeasure(): [string, () => Promise<Runtime>][] {
 }
 
 /** The embedder the service serves by default: INFERENCE_EMBED_MODELS's first. */
-const defaultEmbedder = (): EmbedderSpec => EMBEDDER_SPECS[modelSetFromEnv().embedders[0]];
+const defaultEmbedder = (): EmbedderSpec => builtInSpec(modelSetFromEnv().embedders[0]);
 
 export async function measureRuntime(
   label: string,

@@ -24,8 +24,7 @@ import { DetectTask } from '../src/models/detect/detect-task.ts';
 import { DEFAULT_LABEL_MAP_FILE, loadLabelMap, mappedTypes } from '../src/models/detect/label-map.ts';
 import { DETECT_MIN_SCORE, selectObjects } from '../src/models/detect/objects.ts';
 import { loadEmbedder } from '../src/models/embed/embedder.ts';
-import { EMBEDDER_SPECS } from '../src/models/embed/embedder-specs.ts';
-import { modelSetFromEnv } from '../src/models/registry.ts';
+import { builtInSpec, modelSetFromEnv } from '../src/models/registry.ts';
 import { createRuntime } from '../src/runtime/select.ts';
 
 import { IMAGES_DIR } from '../../test/fixtures/images.ts';
@@ -38,7 +37,7 @@ const labelMapFile = path.resolve(values.labels ?? process.env.DETECTOR_LABELS ?
 const runtime = await createRuntime();
 const detector = await loadCenterNet(runtime);
 const labelMap = loadLabelMap(labelMapFile, detector.labels);
-const embedder = await loadEmbedder(runtime, EMBEDDER_SPECS[modelSetFromEnv().embedders[0]]);
+const embedder = await loadEmbedder(runtime, builtInSpec(modelSetFromEnv().embedders[0]));
 const detectTask = new DetectTask(detector, labelMap);
 console.log(`# ${detector.modelId}, ${embedder.modelId}, ${runtime.description}`);
 console.log(`# label map ${labelMapFile}: types ${mappedTypes(labelMap).join(', ')}`);

@@ -15,7 +15,7 @@
 import { serve } from '@hono/node-server';
 import { createApp, MAX_BODY_BYTES } from './app.ts';
 import { ByteBudget, ConcurrencyLimit } from './concurrency-limit.ts';
-import { loadModels, modelSetFromEnv, type ModelRegistry } from './models/registry.ts';
+import { fetchModelFiles, loadModels, modelSetFromEnv, type ModelRegistry } from './models/registry.ts';
 import { createRuntime, runtimeNameFromEnv } from './runtime/select.ts';
 import { integerSetting } from './settings.ts';
 
@@ -34,6 +34,8 @@ async function start(env: NodeJS.ProcessEnv): Promise<void> {
   const maxBulk = integerSetting(env, 'INFERENCE_MAX_BULK', Math.ceil(modelSet.maxBatch / 2), 1);
   const maxBulkWaiting = integerSetting(env, 'INFERENCE_MAX_BULK_WAITING', 16, 0);
   const maxBodyMegabytes = integerSetting(env, 'INFERENCE_MAX_BODY_MB', 128, MAX_BODY_BYTES / (1024 * 1024));
+  // Downloads (hf: models, the first time) happen here: a model that cannot be had stops the service before it listens.
+  await fetchModelFiles(modelSet);
 
   let models: ModelRegistry | undefined;
   const app = createApp({

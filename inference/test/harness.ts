@@ -26,6 +26,8 @@ export type RunningServer = {
   readonly baseUrl: string;
   /** The service's process, e.g. to read its memory from /proc. */
   readonly pid: number;
+  /** What it printed on stdout so far. */
+  output(): string;
   /**
    * Posts an image with tasks (default "embed") and the other form fields given, as given;
    * `priority` is sent as the priority header, as given.
@@ -39,7 +41,9 @@ export type RunningServer = {
  * listens (models may still load), and what it has written to stderr so far.
  * `env` adds to the environment, e.g. DETECTOR_LABELS.
  */
-export async function launchServer(env: Record<string, string> = {}): Promise<{ child: ChildProcess; baseUrl: string; errorOutput: () => string }> {
+export async function launchServer(
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; baseUrl: string; errorOutput: () => string; output: () => string }> {
   const child = spawn(process.execPath, [SERVER], {
     env: { ...process.env, ...env, INFERENCE_PORT: '0', INFERENCE_HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -50,7 +54,10 @@ export async function launchServer(env: Record<string, string> = {}): Promise<{ 
     errorOutput += chunk;
     process.stderr.write(chunk);
   });
-  return { child, baseUrl: await listeningUrl(child), errorOutput: () => errorOutput };
+  // Kept for tests of what the service prints (the lines of a model download).
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer | string) => (output += chunk));
+  return { child, baseUrl: await listeningUrl(child), errorOutput: () => errorOutput, output: () => output };
 }
 
 /** Runs the service with a setting that must stop it at start: its exit code and everything it printed. */
@@ -73,11 +80,12 @@ export async function waitUntilHealthy(baseUrl: string): Promise<void> {
 
 /** Starts the service and resolves once /ready says so. */
 export async function startServer(env: Record<string, string> = {}): Promise<RunningServer> {
-  const { child, baseUrl } = await launchServer(env);
+  const { child, baseUrl, output } = await launchServer(env);
   await waitUntilHealthy(baseUrl);
   return {
     baseUrl,
     pid: child.pid!,
+    output,
     async predict(bytes, tasks = 'embed', fields = {}, priority) {
       const form = new FormData();
       form.set('tasks', tasks);

@@ -1,16 +1,21 @@
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import { PriorityGate } from '../priority.ts';
 import { BatchedSession } from '../runtime/batched-session.ts';
-import type { InferenceSession, ModelSource, Runtime } from '../runtime/runtime.ts';
+import type { InferenceSession, ModelSource, OnnxFileSession, Runtime } from '../runtime/runtime.ts';
 import { loadColorsTask, type ColorsTask } from './colors/colors-task.ts';
 import { CENTERNET_SOURCE } from './detect/centernet.ts';
 import { DETECTOR_NAMES, loadDetectTask, POSE_NAMES, type DetectorName, type DetectTask, type PoseName } from './detect/detect-task.ts';
 import { DEFAULT_LABEL_MAP_FILE } from './detect/label-map.ts';
-import { loadEmbedder, type Embedder } from './embed/embedder.ts';
+import { loadEmbedder, type Embedder, type EmbedderSpec } from './embed/embedder.ts';
 import { EmbedderSet } from './embed/embedder-set.ts';
 import { EMBEDDER_NAMES, EMBEDDER_SPECS, type EmbedderName } from './embed/embedder-specs.ts';
+import { parseHfModelEntry, type HfModelEntry, type ModelLocation } from './embed/hf/entry.ts';
+import { fetchHfModel, loadHfEmbedder } from './embed/hf/hf-embedder.ts';
+import { hubModelFiles, hubSettingsFromEnv, parseHubRef } from './hub/hub.ts';
+import { folderModelFiles, type ModelFiles } from './hub/model-files.ts';
 import { MOVENET_SOURCE } from './pose/movenet.ts';
-import { choiceListSetting, choiceSetting, integerSetting } from '../settings.ts';
+import { choiceSetting, integerSetting } from '../settings.ts';
 
 /** The loaded models by task: the embedders (a request picks one), the detect task, the colors task. */
 export type ModelRegistry = {
@@ -26,10 +31,16 @@ export const MODEL_SOURCES: readonly ModelSource[] = [
   MOVENET_SOURCE,
 ];
 
+/**
+ * An INFERENCE_EMBED_MODELS entry: a built-in embedder by its short name (embedder-specs.ts), or a model in the
+ * Hugging Face layout (embed/hf/): a folder, or `hf:owner/repo[@revision]`, with its options.
+ */
+export type EmbedModelEntry = { readonly kind: 'built-in'; readonly name: EmbedderName } | ({ readonly kind: 'hf-layout' } & HfModelEntry);
+
 /** Which models the service loads, from its environment (inference/README.md, Run). */
 export type ModelSet = {
   /** INFERENCE_EMBED_MODELS: the embedders loaded, the first the default (default `mobilenet-v2,fused`). */
-  readonly embedders: readonly [EmbedderName, ...EmbedderName[]];
+  readonly embedders: readonly [EmbedModelEntry, ...EmbedModelEntry[]];
   /** INFERENCE_DETECTOR: `centernet` (default) or `none`. */
   readonly detector: DetectorName;
   /** INFERENCE_POSE: `movenet` (default: what detected people wear) or `none`. */
@@ -47,13 +58,91 @@ export type ModelSet = {
 };
 
 export function modelSetFromEnv(env: NodeJS.ProcessEnv = process.env): ModelSet {
-  const embedders = choiceListSetting(env, 'INFERENCE_EMBED_MODELS', EMBEDDER_NAMES, EMBEDDER_NAMES);
+  const embedders = embedModelEntries(env);
   const detector = choiceSetting(env, 'INFERENCE_DETECTOR', DETECTOR_NAMES);
   const pose = choiceSetting(env, 'INFERENCE_POSE', POSE_NAMES);
   const maxBatch = integerSetting(env, 'INFERENCE_MAX_BATCH', 8, 1, 256);
   const maxBulkBatch = integerSetting(env, 'INFERENCE_MAX_BULK_BATCH', Math.min(4, maxBatch), 1, 256);
   const labelMapFile = env.DETECTOR_LABELS ? path.resolve(env.DETECTOR_LABELS) : DEFAULT_LABEL_MAP_FILE;
   return { embedders, detector, pose, labelMapFile, maxBatch, maxBulkBatch };
+}
+
+/**
+ * INFERENCE_EMBED_MODELS's entries, in order (default `mobilenet-v2,fused`): each a built-in name, an `hf:` entry, or
+ * else a folder path (absolute or relative to the working directory), with options after `?` (embed/hf/entry.ts).
+ * A repeated entry, a malformed one or a folder that does not exist stops the service before it listens; what a
+ * folder holds is read when the models load (loadModels).
+ */
+export function embedModelEntries(env: NodeJS.ProcessEnv = process.env): [EmbedModelEntry, ...EmbedModelEntry[]] {
+  const value = env.INFERENCE_EMBED_MODELS || EMBEDDER_NAMES.join(',');
+  const items = value.split(',').map((item) => item.trim());
+  const listError = (detail = '') =>
+    new Error(`INFERENCE_EMBED_MODELS must list one or more of ${EMBEDDER_NAMES.join(', ')}, comma-separated, each once, got "${value}"${detail}`);
+  if (items.some((item) => item === '') || new Set(items).size !== items.length) throw listError();
+  const entries = items.map((item): EmbedModelEntry => {
+    if ((EMBEDDER_NAMES as readonly string[]).includes(item)) return { kind: 'built-in', name: item as EmbedderName };
+    const entry = parseHfModelEntry(item);
+    // A malformed hub reference, like a missing folder, stops the service before it listens.
+    if (entry.location.kind === 'hub') parseHubRef(entry.location.ref);
+    if (entry.location.kind === 'folder' && !isDirectory(entry.location.path)) {
+      throw listError(` (model folders and hf:owner/repo[@revision] may be listed too: "${item}" is neither, model folder ${entry.location.path} does not exist)`);
+    }
+    return { kind: 'hf-layout', ...entry };
+  });
+  return entries as [EmbedModelEntry, ...EmbedModelEntry[]];
+}
+
+function isDirectory(folder: string): boolean {
+  try {
+    return statSync(folder).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The files of a model in the Hugging Face layout: the one place where a location becomes ModelFiles (a folder on
+ * disk; a hub repository through models/hub/).
+ */
+export async function modelFilesOf(location: ModelLocation): Promise<ModelFiles> {
+  switch (location.kind) {
+    case 'folder':
+      return folderModelFiles(location.path);
+    case 'hub':
+      return hubModelFiles(parseHubRef(location.ref), hubSettingsFromEnv(), { log: console.log });
+  }
+}
+
+/**
+ * Fetches the files of the models in the Hugging Face layout (a hub model downloaded into the cache the first time):
+ * called before the service listens, so that a model that cannot be had stops it there, naming what is missing.
+ */
+export async function fetchModelFiles(modelSet: ModelSet): Promise<void> {
+  for (const entry of modelSet.embedders) {
+    if (entry.kind === 'hf-layout') await fetchHfModel(await modelFilesOf(entry.location), entry.options);
+  }
+}
+
+/** A built-in entry's spec, for the scripts that measure the built-in embedders; any other entry throws. */
+export function builtInSpec(entry: EmbedModelEntry): EmbedderSpec {
+  if (entry.kind !== 'built-in') throw new Error(`${entry.entry} is not a built-in embedder: this measures ${EMBEDDER_NAMES.join(', ')} only`);
+  return EMBEDDER_SPECS[entry.name];
+}
+
+/**
+ * A plain ONNX file's session, scheduled like the embedders' networks: single-input runs (an image tower's pixels)
+ * batched, runs by name (a text tower's tokens, of varying lengths) one at a time, all through the gate.
+ */
+function scheduledOnnxFile(session: OnnxFileSession, gate: PriorityGate, maxBatch: number, maxBulkBatch: number): OnnxFileSession {
+  // A file whose batch dimension is fixed takes one image a run.
+  const rows = typeof session.inputs[0]?.shape[0] === 'number' ? 1 : undefined;
+  const batched = new BatchedSession(session, rows ?? maxBatch, gate, rows ?? maxBulkBatch);
+  return {
+    inputs: session.inputs,
+    outputs: session.outputs,
+    run: (input, outputNames) => batched.run(input, outputNames),
+    runNamed: (inputs, outputNames) => gate.run(() => session.runNamed(inputs, outputNames)),
+  };
 }
 
 /**
@@ -68,6 +157,9 @@ export async function loadModels(runtime: Runtime, modelSet: ModelSet): Promise<
   const scheduled = (maxBatch: number, maxBulkBatch = maxBatch): Runtime => ({
     description: runtime.description,
     load: async (source) => new BatchedSession(await runtime.load(source), maxBatch, gate, maxBulkBatch),
+    ...(runtime.loadOnnxFile && {
+      loadOnnxFile: async (source) => scheduledOnnxFile(await runtime.loadOnnxFile!(source), gate, maxBatch, maxBulkBatch),
+    }),
   });
   // A network several embedders run (MobileNetV2) is loaded once: one copy in memory, and their calls batch together.
   const embedNetworks = scheduled(modelSet.maxBatch, modelSet.maxBulkBatch);
@@ -80,7 +172,15 @@ export async function loadModels(runtime: Runtime, modelSet: ModelSet): Promise<
     },
   };
   const embedders: Embedder[] = [];
-  for (const name of modelSet.embedders) embedders.push(await loadEmbedder(sharedNetworks, EMBEDDER_SPECS[name]));
+  for (const entry of modelSet.embedders) {
+    const embedder =
+      entry.kind === 'built-in'
+        ? await loadEmbedder(sharedNetworks, EMBEDDER_SPECS[entry.name])
+        : await loadHfEmbedder(embedNetworks, await modelFilesOf(entry.location), entry.options);
+    const same = embedders.find(({ modelId }) => modelId === embedder.modelId);
+    if (same) throw new Error(`INFERENCE_EMBED_MODELS lists the model ${embedder.modelId} twice (the second time as "${entry.kind === 'built-in' ? entry.name : entry.entry}")`);
+    embedders.push(embedder);
+  }
   return {
     embed: new EmbedderSet(embedders),
     detect: await loadDetectTask(scheduled(1), modelSet.labelMapFile, modelSet),

@@ -6,7 +6,17 @@ import type { Priority } from '../contract.ts';
 import { currentPriority } from '../priority.ts';
 import type { EngineReply, EngineRequest, EngineThreadData } from './onnx/engine-messages.ts';
 import { CONVERT_COMMAND, ONNX_MODEL_DIRECTORY, onnxModelFile } from './onnx/model-files.ts';
-import { checkOutputNames, type Float32Tensor, type InferenceSession, type ModelSource, type Runtime } from './runtime.ts';
+import {
+  checkOutputNames,
+  type Float32Tensor,
+  type InferenceSession,
+  type ModelSource,
+  type NamedInputs,
+  type OnnxFileSession,
+  type OnnxFileSource,
+  type Runtime,
+  type TensorInfo,
+} from './runtime.ts';
 
 export type OnnxRuntimeOptions = {
   /** Tried in order, e.g. ['cuda', 'cpu']; default ONNX_EXECUTION_PROVIDERS or 'cpu'. */
@@ -19,8 +29,9 @@ export type OnnxRuntimeOptions = {
 
 /**
  * ONNX Runtime (onnxruntime-node) on the models scripts/convert-models.ts converted from their TF.js graphs at
- * install time. Each model is loaded twice, on two engine threads (onnx/engine-thread.ts): one for interactive runs,
- * one for bulk runs at the lowest OS priority. A run executes synchronously on its thread, spreading each operator
+ * install time, and on plain ONNX files as they are (loadOnnxFile: models in the Hugging Face layout). Each model is
+ * loaded twice, on two engine threads (onnx/engine-thread.ts): one for interactive runs, one for bulk runs at the
+ * lowest OS priority. A run executes synchronously on its thread, spreading each operator
  * over the intra-op threads; the service's main thread stays free for requests and image work meanwhile, and a
  * search's run takes the cores from a bulk run under way instead of waiting for it to end.
  */
@@ -67,6 +78,23 @@ export async function createOnnxRuntime(options: OnnxRuntimeOptions = {}): Promi
       }
       return new OnnxSession(source, lanes, { interactive: loaded.interactive.session, bulk: loaded.bulk.session });
     },
+    async loadOnnxFile(source) {
+      if (!existsSync(source.file)) throw new Error(`no ONNX file for ${source.name} at ${source.file}`);
+      let loaded: Record<Priority, Loaded>;
+      try {
+        const load = async (lane: EngineThread) => (await lane.ask({ kind: 'load', file: source.file, options: sessionOptions })) as Loaded;
+        const [forInteractive, forBulk] = await Promise.all([load(interactive), load(bulk)]);
+        loaded = { interactive: forInteractive, bulk: forBulk };
+      } catch (error) {
+        throw new Error(`ONNX Runtime could not load ${source.file} (${source.name}) with execution providers ${providers}`, { cause: error });
+      }
+      const { outputNames } = loaded.interactive;
+      const missing = (source.outputs ?? []).filter((name) => !outputNames.includes(name));
+      if (missing.length > 0) {
+        throw new Error(`${source.file} has no output ${missing.map((name) => `"${name}"`).join(', ')} (its outputs: ${outputNames.join(', ')})`);
+      }
+      return new OnnxFileSessionOnLanes(source, lanes, loaded);
+    },
   };
 }
 
@@ -93,6 +121,40 @@ class OnnxSession implements InferenceSession {
     const priority = currentPriority();
     const request = { kind: 'run', session: this.#sessions[priority], data: input.data, shape: input.shape, outputNames } as const;
     const reply = await this.#lanes[priority].ask(request);
+    const { outputs } = reply as Extract<EngineReply, { outputs: unknown }>;
+    return new Map(outputs.map(({ name, data, shape }) => [name, { data, shape }]));
+  }
+}
+
+/** A plain ONNX file on both engine threads: its inputs fed by name, or its only input by `run`. */
+class OnnxFileSessionOnLanes implements OnnxFileSession {
+  readonly inputs: readonly TensorInfo[];
+  readonly outputs: readonly TensorInfo[];
+  /** Its name and the outputs it may be asked for. */
+  readonly #source: { readonly name: string; readonly outputs: readonly string[] };
+  readonly #lanes: Lanes;
+  readonly #sessions: Readonly<Record<Priority, number>>;
+
+  constructor(source: OnnxFileSource, lanes: Lanes, loaded: Readonly<Record<Priority, Loaded>>) {
+    this.inputs = loaded.interactive.inputInfos;
+    this.outputs = loaded.interactive.outputInfos;
+    this.#source = { name: source.name, outputs: source.outputs ?? loaded.interactive.outputNames };
+    this.#lanes = lanes;
+    this.#sessions = { interactive: loaded.interactive.session, bulk: loaded.bulk.session };
+  }
+
+  async run(input: Float32Tensor, outputNames: readonly string[]): Promise<Map<string, Float32Tensor>> {
+    if (this.inputs.length !== 1) {
+      throw new Error(`${this.#source.name} takes ${this.inputs.length} inputs (${this.inputs.map(({ name }) => name).join(', ')}): feed them by name`);
+    }
+    return this.runNamed(new Map([[this.inputs[0]!.name, input]]), outputNames);
+  }
+
+  async runNamed(inputs: NamedInputs, outputNames: readonly string[]): Promise<Map<string, Float32Tensor>> {
+    checkOutputNames(this.#source, outputNames);
+    const priority = currentPriority();
+    const named = [...inputs].map(([name, { data, shape }]) => ({ name, type: data instanceof BigInt64Array ? ('int64' as const) : ('float32' as const), data, shape }));
+    const reply = await this.#lanes[priority].ask({ kind: 'runNamed', session: this.#sessions[priority], inputs: named, outputNames });
     const { outputs } = reply as Extract<EngineReply, { outputs: unknown }>;
     return new Map(outputs.map(({ name, data, shape }) => [name, { data, shape }]));
   }

@@ -51,6 +51,37 @@ export type ModelSource = TfjsGraphFiles & {
   readonly inputShape?: readonly number[];
 };
 
+/**
+ * A plain ONNX file, run as it is (a Hugging Face export: models/embed/hf/), on the runtimes that read ONNX files
+ * (Runtime.loadOnnxFile). Unlike a ModelSource nothing is converted: the file names its own inputs and outputs, and a
+ * session feeds its inputs by name (InferenceSession.run feeds a graph of one input).
+ */
+export type OnnxFileSource = {
+  readonly format: 'onnx-file';
+  /** Absolute path of the .onnx file (external data, if any, beside it as the file names it). */
+  readonly file: string;
+  /** For messages and logs. */
+  readonly name: string;
+  /** The outputs the session may be asked for, each one of the file's (checked at load); absent: any of the file's. */
+  readonly outputs?: readonly string[];
+};
+
+/** A dense int64 tensor in row-major order (token ids, attention masks). */
+export type Int64Tensor = {
+  readonly data: BigInt64Array;
+  readonly shape: readonly number[];
+};
+
+/** A graph's inputs by name: float32 (pixels) or int64 (token ids). */
+export type NamedInputs = ReadonlyMap<string, Float32Tensor | Int64Tensor>;
+
+/** A graph input or output as its file declares it: element type (`float32`, `int64`, ...) and shape (a string: free). */
+export type TensorInfo = {
+  readonly name: string;
+  readonly type: string;
+  readonly shape: readonly (number | string)[];
+};
+
 export interface InferenceSession {
   /**
    * Runs the graph on one input (a batch of N >= 1 where the graph allows it)
@@ -61,14 +92,27 @@ export interface InferenceSession {
   run(input: Float32Tensor, outputNames: readonly string[]): Promise<Map<string, Float32Tensor>>;
 }
 
+/**
+ * A session of a plain ONNX file. `run` feeds the file's only input (a float32 batch, e.g. pixel values: what
+ * BatchedSession stacks); `runNamed` feeds every input by name, float32 or int64. Outputs come back as float32.
+ */
+export interface OnnxFileSession extends InferenceSession {
+  /** The file's inputs and outputs as it declares them. */
+  readonly inputs: readonly TensorInfo[];
+  readonly outputs: readonly TensorInfo[];
+  runNamed(inputs: NamedInputs, outputNames: readonly string[]): Promise<Map<string, Float32Tensor>>;
+}
+
 export interface Runtime {
   /** Human-readable engine description, for logs. */
   readonly description: string;
   load(source: ModelSource): Promise<InferenceSession>;
+  /** Loads a plain ONNX file; absent on runtimes that cannot run one (tfjs-wasm). */
+  loadOnnxFile?(source: OnnxFileSource): Promise<OnnxFileSession>;
 }
 
 /** Refuses output names the model did not declare, the same way on every runtime. */
-export function checkOutputNames(source: ModelSource, outputNames: readonly string[]): void {
+export function checkOutputNames(source: Pick<ModelSource, 'name' | 'outputs'>, outputNames: readonly string[]): void {
   const undeclared = outputNames.filter((name) => !source.outputs.includes(name));
   if (undeclared.length > 0) {
     throw new Error(`model ${source.name}: ${undeclared.map((name) => `"${name}"`).join(', ')} not among its declared outputs`);

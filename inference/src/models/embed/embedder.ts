@@ -23,8 +23,24 @@ export type EmbedderSpec = {
 
 export type EmbedResult = TaskResult<'embed'>;
 
-/** An embedder loaded on a runtime: one session per network of its spec. */
-export class Embedder implements TaskModel {
+/**
+ * What the tasks ask of an embedder (the `embed` task, and detect's crops): the built-in ones (SpecEmbedder, below)
+ * and the models in the Hugging Face layout (hf/hf-embedder.ts) alike.
+ */
+export interface Embedder extends TaskModel {
+  readonly task: 'embed';
+  /** Names everything that makes its vectors: vectors of different ids are not comparable. */
+  readonly modelId: string;
+  readonly dim: number;
+  predict(view: ImageView): Promise<EmbedResult>;
+  /** The unit-length embedding of some pixels (a whole image or a crop of one). */
+  embed(pixels: RgbPixels): Promise<Float32Array>;
+  /** Present on models that read text (CLIP, SigLIP): the unit-length embedding of a text, comparable with `embed`'s. */
+  readonly embedText?: (text: string) => Promise<Float32Array>;
+}
+
+/** A built-in embedder (embedder-specs.ts) loaded on a runtime: one session per network of its spec. */
+export class SpecEmbedder implements Embedder {
   readonly task = 'embed';
   readonly modelId: string;
   readonly dim: number;
@@ -55,14 +71,17 @@ export class Embedder implements TaskModel {
   }
 }
 
+/** The built-in embedder's class by its first name: `new Embedder(spec, sessions)`. */
+export const Embedder = SpecEmbedder;
+
 /**
  * Loads an embedder's networks and warms them. On a scheduled runtime (models/registry.ts) concurrent embeddings
  * (several requests', or one image's views and object crops) share engine runs.
  */
-export async function loadEmbedder(runtime: Runtime, spec: EmbedderSpec): Promise<Embedder> {
+export async function loadEmbedder(runtime: Runtime, spec: EmbedderSpec): Promise<SpecEmbedder> {
   const sessions: InferenceSession[] = [];
   for (const network of spec.networks) sessions.push(await runtime.load(network.source));
-  const embedder = new Embedder(spec, sessions);
+  const embedder = new SpecEmbedder(spec, sessions);
   // The first run initialises every kernel; pay for that before serving.
   await embedder.embed(greyPixels(MOBILENET_V2_INPUT_SIZE));
   return embedder;

@@ -1,4 +1,5 @@
 import type ort from 'onnxruntime-node';
+import type { TensorInfo } from '../runtime.ts';
 
 /** How the main thread starts an engine thread: the OS niceness of its threads (0 normal, 19 the lowest). */
 export type EngineThreadData = { readonly niceness: number };
@@ -13,11 +14,36 @@ export type EngineRequest =
       readonly data: Float32Array;
       readonly shape: readonly number[];
       readonly outputNames: readonly string[];
+    }
+  | {
+      /** A run with every input by name (plain ONNX files: runtime.ts OnnxFileSession). */
+      readonly id: number;
+      readonly kind: 'runNamed';
+      readonly session: number;
+      readonly inputs: readonly NamedInput[];
+      readonly outputNames: readonly string[];
     };
+
+/** One input of a `runNamed` request. */
+export type NamedInput = {
+  readonly name: string;
+  readonly type: 'float32' | 'int64';
+  readonly data: Float32Array | BigInt64Array;
+  readonly shape: readonly number[];
+};
 
 /** The engine thread's answers: id 0 once it has loaded onnxruntime-node, then one per request. */
 export type EngineReply =
   | { readonly id: number; readonly ok: false; readonly message: string }
   | { readonly id: number; readonly ok: true; readonly version: string }
-  | { readonly id: number; readonly ok: true; readonly session: number; readonly inputNames: string[]; readonly outputNames: string[] }
+  | {
+      readonly id: number;
+      readonly ok: true;
+      readonly session: number;
+      readonly inputNames: string[];
+      readonly outputNames: string[];
+      /** The inputs' and outputs' element types and shapes, as the file declares them. */
+      readonly inputInfos: TensorInfo[];
+      readonly outputInfos: TensorInfo[];
+    }
   | { readonly id: number; readonly ok: true; readonly outputs: { name: string; data: Float32Array; shape: number[] }[] };

@@ -7,6 +7,7 @@
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import type ort from 'onnxruntime-node';
+import type { TensorInfo } from '../runtime.ts';
 import type { EngineReply, EngineRequest, EngineThreadData } from './engine-messages.ts';
 
 // Before onnxruntime is loaded: the intra-op threads each session starts inherit this thread's niceness (Linux
@@ -35,15 +36,37 @@ async function handle(request: EngineRequest): Promise<{ reply: EngineReply; tra
     const session = await onnxruntime.InferenceSession.create(request.file, request.options);
     sessions.push(session);
     const { inputNames, outputNames } = session;
-    return { reply: { id: request.id, ok: true, session: sessions.length - 1, inputNames: [...inputNames], outputNames: [...outputNames] }, transfer: [] };
+    const reply: EngineReply = {
+      id: request.id,
+      ok: true,
+      session: sessions.length - 1,
+      inputNames: [...inputNames],
+      outputNames: [...outputNames],
+      inputInfos: tensorInfos(session.inputMetadata, inputNames),
+      outputInfos: tensorInfos(session.outputMetadata, outputNames),
+    };
+    return { reply, transfer: [] };
   }
   const session = sessions[request.session]!;
-  const feeds = { [session.inputNames[0]!]: new onnxruntime.Tensor('float32', request.data, request.shape) };
+  const feeds =
+    request.kind === 'run'
+      ? { [session.inputNames[0]!]: new onnxruntime.Tensor('float32', request.data, request.shape) }
+      : Object.fromEntries(request.inputs.map(({ name, type, data, shape }) => [name, new onnxruntime.Tensor(type, data, shape)]));
   const results = await session.run(feeds, request.outputNames);
   const outputs = request.outputNames.map((name) => {
     const tensor = results[name]!;
-    // A copy the thread owns, so that it can be handed over without copying again.
-    return { name, data: (tensor.data as Float32Array).slice(), shape: [...tensor.dims] };
+    // A copy the thread owns, so that it can be handed over without copying again (float32 as it is; a plain ONNX
+    // file's integer or float64 outputs converted: its loader refuses float16 ones, whose bits this would misread).
+    const data = tensor.data instanceof Float32Array ? tensor.data.slice() : Float32Array.from(tensor.data as ArrayLike<number>, Number);
+    return { name, data, shape: [...tensor.dims] };
   });
   return { reply: { id: request.id, ok: true, outputs }, transfer: outputs.map(({ data }) => data.buffer as ArrayBuffer) };
+}
+
+/** Element types and shapes of a session's inputs or outputs (type 'unknown' and no shape for a non-tensor value). */
+function tensorInfos(metadata: readonly ort.InferenceSession.ValueMetadata[] | undefined, names: readonly string[]): TensorInfo[] {
+  return names.map((name, index) => {
+    const value = metadata?.[index];
+    return value?.isTensor ? { name, type: value.type, shape: [...value.shape] } : { name, type: 'unknown', shape: [] };
+  });
 }
