@@ -2,11 +2,24 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-plugin';
 import { defineConfig } from 'vitest/config';
+import { unstable_readConfig } from 'wrangler';
 import { useLocalWrangler } from './scripts/lib/wrangler-env.ts';
 
 useLocalWrangler();
 
 const migrations = await readD1Migrations(path.join(import.meta.dirname, 'migrations'));
+const localEmbedModels = String(unstable_readConfig({ config: path.join(import.meta.dirname, 'wrangler.toml') }).vars.EMBED_MODELS);
+
+type TextModel = { id: string; dimensions: number };
+
+/** wrangler.toml's models and, after them, the setup's text-reading one (global-setup.ts), with indexes of its own. */
+const withTextModel = (model: TextModel | undefined): Record<string, string> =>
+  model
+    ? {
+        EMBED_MODELS: JSON.stringify({ ...JSON.parse(localEmbedModels), [model.id]: { dimensions: model.dimensions, images: 'images-text', objects: 'objects-text' } }),
+        TEXT_EMBED_MODEL: model.id,
+      }
+    : {};
 
 export default defineConfig({
   plugins: [
@@ -25,6 +38,7 @@ export default defineConfig({
           FIXTURES_URL: inject<string>('fixturesUrl'),
           // The fault tests make inference hang: they wait seconds, not wrangler.toml's half minute.
           ...(inject('inferenceTimeoutMs') ? { INFERENCE_TIMEOUT_MS: inject<string>('inferenceTimeoutMs') } : {}),
+          ...withTextModel(inject<TextModel | undefined>('textEmbedModel')),
         },
       },
     })),

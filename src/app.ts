@@ -10,13 +10,14 @@ import { consoleRoutes } from './routes/console';
 import { imageSearchRoutes } from './routes/image-search';
 import { openApiRoutes } from './routes/openapi';
 import { searchRoutes } from './routes/search';
+import { textSearchRoutes } from './routes/text-search';
 
 export const app = new Hono<AppEnv>();
 
 // Server-Timing on every answer: the upload searches name their steps (inference, index, keep), for callers and the bench.
 app.use('*', requestId, requestLog, timing({ totalDescription: 'Worker' }));
 // The endpoints that admit an app key (authenticate({ allowAppKey: true })) are the ones browsers call.
-for (const path of ['/search', '/recommendation', '/uploadsearch', '/discoversearch', '/colorsearch', '/image']) app.use(path, browserCors);
+for (const path of ['/search', '/recommendation', '/uploadsearch', '/discoversearch', '/colorsearch', '/textsearch', '/image']) app.use(path, browserCors);
 app.onError(onError);
 app.notFound(notFound);
 
@@ -25,5 +26,6 @@ app.route('/', dataRoutes);
 app.route('/', searchRoutes);
 app.route('/', imageSearchRoutes);
 app.route('/', colorSearchRoutes);
+app.route('/', textSearchRoutes);
 app.route('/', openApiRoutes);
 app.route('/', consoleRoutes);

@@ -9,7 +9,7 @@ import { FORM_ERROR_CODES, predictFormSchema, PRIORITIES, PRIORITY_HEADER, type 
 import { ApiError } from './errors.ts';
 import { ImageDecodeError } from './image/decode.ts';
 import type { ModelRegistry } from './models/registry.ts';
-import { predict } from './predict.ts';
+import { predict, predictText } from './predict.ts';
 import { serve } from './priority.ts';
 import { SaturatedError, type ByteBudget, type BytesHeld, type ConcurrencyLimit } from './concurrency-limit.ts';
 
@@ -36,9 +36,16 @@ export function createApp(state: ServiceState): Hono {
   const app = new Hono();
 
   app.get('/health', (c) => {
-    const models = state.models();
-    // The embedders' ids, default first: what `embed_model` may name (none while loading).
-    return c.json({ status: 'ok', models: models ? 'ready' : 'loading', embed_models: models?.embed.ids ?? [] });
+    const embed = state.models()?.embed;
+    // The embedders' ids, default first: what `embed_model` may name (none while loading); `embedders` adds what a
+    // caller needs to set one up: its dimensions, and whether it reads text (npm start derives EMBED_MODELS from it).
+    const embedders = embed
+      ? embed.ids.map((id) => {
+          const { dim, embedText } = embed.select(id);
+          return { id, dim, text: embedText !== undefined };
+        })
+      : [];
+    return c.json({ status: 'ok', models: embed ? 'ready' : 'loading', embed_models: embed?.ids ?? [], embedders });
   });
   app.get('/ready', (c) => (state.models() ? c.json({ status: 'ready' }) : c.json({ status: 'loading' }, 503)));
 
@@ -55,7 +62,9 @@ export function createApp(state: ServiceState): Hono {
     inFlight.refuseWhenSaturated();
     const held = state.bodies.hold(priority === 'bulk' ? BULK_BODY_SHARE : 1);
     try {
-      const { image, tasks, box, detections, embed_model: embedModel } = await readForm(c.req.raw, held);
+      const request = await readForm(c.req.raw, held);
+      if (request.input === 'text') return c.json(await serve(priority, () => predictText(request.text, models, inFlight, request.embedModel)));
+      const { image, tasks, box, detections, embedModel } = request;
       const bytes = new Uint8Array(await image.arrayBuffer());
       return c.json(await serve(priority, () => predict(bytes, tasks, models, inFlight, { box, detections, embedModel })));
     } finally {

@@ -110,6 +110,13 @@ export type PredictOptions = {
   embedModel?: string;
 };
 
+/**
+ * The answer to a text's request: its `embed` alone, the text tower's vector, comparable with the same model's image
+ * vectors.
+ */
+export const textPredictionSchema = z.object({ embed: taskResults.embed });
+export type TextPrediction = z.infer<typeof textPredictionSchema>;
+
 /** The request's form, as the Worker sends it. */
 export function predictForm(image: Uint8Array, tasks: readonly Task[], options: PredictOptions = {}): FormData {
   const form = new FormData();
@@ -121,9 +128,22 @@ export function predictForm(image: Uint8Array, tasks: readonly Task[], options: 
   return form;
 }
 
+/** The longest text `/predict` embeds, in UTF-16 code units: the tokenizer keeps what fits the model's length anyway. */
+export const MAX_TEXT_LENGTH = 1000;
+
+/** A text's form, as the Worker sends it: `tasks=embed` and the embedder. */
+export function textForm(text: string, options: Pick<PredictOptions, 'embedModel'> = {}): FormData {
+  const form = new FormData();
+  form.set('text', text);
+  form.set('tasks', 'embed');
+  if (options.embedModel !== undefined) form.set('embed_model', options.embedModel);
+  return form;
+}
+
 /** A form field that fails its schema answers 400 with the field's code, or the code its issue names. */
 export const FORM_ERROR_CODES = {
   image: 'missing_image',
+  text: 'bad_text',
   tasks: 'missing_tasks',
   box: 'bad_box',
   detections: 'bad_detections',
@@ -181,24 +201,39 @@ const EMBED_MODEL_FORMAT = `The form field "embed_model" must be an embed model 
 /** An embed model's full id; whether the service has it loaded is checked once the form is read. */
 const embedModelField = z.string({ error: EMBED_MODEL_FORMAT }).min(1, { error: EMBED_MODEL_FORMAT }).max(MAX_EMBED_MODEL_ID, { error: EMBED_MODEL_FORMAT });
 
+const TEXT_FORMAT = `The form field "text" must be a text of 1-${MAX_TEXT_LENGTH} characters.`;
+
+/** What a request asks: tasks on an image, or the embedding of a text. */
+export type PredictRequest =
+  | { input: 'image'; image: File; tasks: Task[]; box?: Box; detections?: ExternalDetections; embedModel?: string }
+  | { input: 'text'; text: string; embedModel?: string };
+
 /**
  * The form of `POST /predict`: `image` a file, `tasks`, and optionally `box`, `detections` (with detect only) and
- * `embed_model`.
+ * `embed_model`; or, instead of the image, `text` with `tasks=embed` alone (and `embed_model`).
  */
 export const predictFormSchema = z
   .object({
-    image: z.instanceof(File, { error: 'The form field "image" must be a file.' }),
+    image: z.instanceof(File, { error: 'The form field "image" must be a file.' }).optional(),
+    text: z.string({ error: TEXT_FORMAT }).min(1, { error: TEXT_FORMAT }).max(MAX_TEXT_LENGTH, { error: TEXT_FORMAT }).optional(),
     tasks: tasksField,
     box: boxField.optional(),
     detections: detectionsField.optional(),
     embed_model: embedModelField.optional(),
   })
-  .superRefine((form, ctx) => {
-    if (form.detections && !form.tasks.includes('detect')) {
-      ctx.addIssue({ code: 'custom', path: ['detections'], message: 'The form field "detections" needs the detect task.' });
+  .transform(({ image, text, tasks, box, detections, embed_model: embedModel }, ctx): PredictRequest => {
+    const model = embedModel === undefined ? {} : { embedModel };
+    if (text !== undefined) {
+      if (image) return failWith(ctx, 'text_and_image', 'Send either "image" or "text", not both.');
+      if (tasks.length !== 1 || tasks[0] !== 'embed' || box || detections) {
+        return failWith(ctx, 'text_embeds_only', 'A text is only embedded: "tasks" must be embed, with no "box" or "detections".');
+      }
+      return { input: 'text', text, ...model };
     }
+    if (!image) return failWith(ctx, 'missing_image', 'The form field "image" must be a file (or "text", to embed a text).');
+    if (detections && !tasks.includes('detect')) return failWith(ctx, 'bad_detections', 'The form field "detections" needs the detect task.');
+    return { input: 'image', image, tasks, ...(box && { box }), ...(detections && { detections }), ...model };
   });
-export type PredictFormFields = z.infer<typeof predictFormSchema>;
 
 /** Every error the service answers: `{"error": {"code", "message"}}`. */
 export const errorBody = z.object({ error: z.object({ code: z.string(), message: z.string() }) });

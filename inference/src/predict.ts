@@ -1,4 +1,4 @@
-import type { Box, Prediction, PredictOptions, Task } from './contract.ts';
+import type { Box, Prediction, PredictOptions, Task, TextPrediction } from './contract.ts';
 import { ApiError } from './errors.ts';
 import { decodeImage } from './image/decode.ts';
 import { clampBox, cropView, wholeImage, type ImageView } from './image/view.ts';
@@ -22,6 +22,18 @@ export async function predict<T extends Task>(
 ): Promise<Prediction<T>> {
   const embedder = models.embed.select(options.embedModel);
   return inFlight.run(() => runTasks(bytes, tasks, models, embedder, options));
+}
+
+/**
+ * The text tower's unit vector of a text, by the request's embedder (`embedModel`, else the default), within the
+ * caller's limit of predictions in flight. An embedder without a text tower answers 400 model_reads_no_text.
+ */
+export async function predictText(text: string, models: ModelRegistry, inFlight: ConcurrencyLimit, embedModel: string | undefined): Promise<TextPrediction> {
+  const embedder = models.embed.select(embedModel);
+  const { embedText } = embedder;
+  if (!embedText) throw new ApiError(400, 'model_reads_no_text', `The embed model "${embedder.modelId}" reads no text: it has no text tower.`);
+  const vector = await inFlight.run(() => embedText(text));
+  return { embed: { model: embedder.modelId, dim: vector.length, vector: Array.from(vector) } };
 }
 
 async function runTasks<T extends Task>(

@@ -45,11 +45,12 @@ describe('GET /health and GET /ready', () => {
     assert.equal(first.health!.status, 200);
     if (first.ready!.status === 503) {
       assert.deepEqual(first.ready!.body, { status: 'loading' });
-      assert.deepEqual(first.health!.body, { status: 'ok', models: 'loading', embed_models: [] });
+      assert.deepEqual(first.health!.body, { status: 'ok', models: 'loading', embed_models: [], embedders: [] });
     } else {
       assert.equal(first.ready!.status, 200);
     }
-    assert.deepEqual(await probe('/health'), { status: 200, body: { status: 'ok', models: 'ready', embed_models: EMBED_MODELS } });
+    const embedders = EMBEDDERS.map(({ modelId, dim }) => ({ id: modelId, dim, text: false }));
+    assert.deepEqual(await probe('/health'), { status: 200, body: { status: 'ok', models: 'ready', embed_models: EMBED_MODELS, embedders } });
     assert.deepEqual(await probe('/ready'), { status: 200, body: { status: 'ready' } });
   });
 });

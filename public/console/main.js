@@ -194,9 +194,9 @@ document.addEventListener('drop', (event) => {
   void startImageSearch(file ?? url.trim());
 });
 
-// By name and by colour.
+// By name, by colour and by text.
 
-/** Spec 4.4 and 4.7: these endpoints take no `detection`. */
+/** Spec 4.4 and 4.7: these endpoints take no `detection`, nor does /textsearch. */
 const otherParams = () => advancedParams(advanced, { imageSearch: false });
 
 const searchByName = (imName) => ({
@@ -213,6 +213,12 @@ $('#color-form').addEventListener('submit', (event) => {
   event.preventDefault();
   const chosen = colors.params();
   void run({ call: () => callApi(auth(), 'GET', '/colorsearch', [...chosen, ...otherParams()]) }, { newQuery: true });
+});
+
+$('#text-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const text = $('#text-form').elements.q.value.trim();
+  void run({ call: () => callApi(auth(), 'GET', '/textsearch', [['q', text], ...otherParams()]) }, { newQuery: true });
 });
 
 showKeys();

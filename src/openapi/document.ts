@@ -123,7 +123,7 @@ function pathItem(operation: Operation): JsonSchema {
 
 const DESCRIPTION = [
   'Indexes images with metadata and searches them by an image of the collection, an uploaded image or URL, ' +
-    'detected objects, or colour.',
+    'detected objects, colour, or text (on an embedding model that reads text).',
   'Parameters are read from the query string, an urlencoded body and a multipart body alike, merged (a multipart ' +
     'body may hold only the file, with every other parameter in the query string); repeatable ones may repeat. ' +
     'Booleans accept `true`/`false`, `True`/`False` and `1`/`0`.',

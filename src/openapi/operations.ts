@@ -10,6 +10,7 @@ import { PAGING } from '../search/paging';
 import { QUERY_IMAGE } from '../search/query-image';
 import { REGION } from '../search/region';
 import { SIMILAR_QUERY } from '../search/similar-query';
+import { MODEL_READS_NO_TEXT, STEERING_TEXT, TEXT_QUERY } from '../search/text-query';
 import * as responses from './responses';
 
 /**
@@ -48,8 +49,12 @@ const inEnvelope = (envelope: z.ZodType) => ({ envelope });
 const httpErrors = (...statuses: number[]) => ({ statuses: [400, 401, ...statuses, 500] });
 
 const similarQuery = { ...SIMILAR_QUERY, page, limit, ...ADVANCED };
-const uploadSearchParams = { box: REGION.box, ...detection, page, limit, ...ADVANCED };
-const discoverSearchParams = { ...REGION, ...detection, detection_limit, page, result_limit, ...advancedWithoutGroups };
+const uploadSearchParams = { box: REGION.box, ...detection, ...STEERING_TEXT, page, limit, ...ADVANCED };
+const discoverSearchParams = { ...REGION, ...detection, detection_limit, ...STEERING_TEXT, page, result_limit, ...advancedWithoutGroups };
+const textSearchParams = { ...TEXT_QUERY, page, limit, ...ADVANCED };
+const TEXT_SEARCH_DESCRIPTION =
+  "Not in the spec. Images whose embedding, or a detected object's, is nearest the text's by the application's " +
+  `model, each image at its best match. A model without a text tower answers \`fail\`: "${MODEL_READS_NO_TEXT}"`;
 const { image: _file, ...imageByReference } = QUERY_IMAGE;
 
 export const OPERATIONS: Operation[] = [
@@ -85,7 +90,7 @@ export const OPERATIONS: Operation[] = [
     summary: 'Search by an uploaded image, an image URL or an earlier upload',
     description:
       'Spec 4.5. Exactly one of `image`, `im_url` and `im_id`. The primary detected object is searched, or the ' +
-      'object at a zero-size `box`, or the area of a `box`.',
+      'object at a zero-size `box`, or the area of a `box`; `q` steers it by a text (a model that reads text only).',
     auth: 'client',
     body: { media: FORMS, schema: z.object({ ...QUERY_IMAGE, ...uploadSearchParams }) },
     success: { status: 200, schema: responses.uploadSearchResponse, description: 'Results for the searched object.' },
@@ -137,6 +142,30 @@ export const OPERATIONS: Operation[] = [
     auth: 'client',
     query: { ...COLOR_QUERY, page, limit, ...ADVANCED },
     success: { status: 200, schema: responses.colorSearchResponse, description: 'Results, best first.' },
+    failure: inEnvelope(responses.searchFailure),
+  },
+  {
+    method: 'get',
+    path: '/textsearch',
+    operationId: 'textsearch',
+    tag: 'Search',
+    summary: 'Search by text',
+    description: TEXT_SEARCH_DESCRIPTION,
+    auth: 'client',
+    query: textSearchParams,
+    success: { status: 200, schema: responses.textSearchResponse, description: 'Results, best first.' },
+    failure: inEnvelope(responses.searchFailure),
+  },
+  {
+    method: 'post',
+    path: '/textsearch',
+    operationId: 'textsearchByForm',
+    tag: 'Search',
+    summary: 'Search by text, the parameters in a form body',
+    description: 'As `GET /textsearch`.',
+    auth: 'client',
+    body: { media: FORMS, schema: z.object(textSearchParams) },
+    success: { status: 200, schema: responses.textSearchResponse, description: 'Results, best first.' },
     failure: inEnvelope(responses.searchFailure),
   },
   {

@@ -105,6 +105,8 @@ export const searchResponse = z.object({
 
 export const colorSearchResponse = searchResponse.extend(searchEnvelope('colorsearch'));
 
+export const textSearchResponse = searchResponse.extend(searchEnvelope('textsearch'));
+
 export const uploadSearchResponse = z.object({
   ...searchEnvelope('uploadsearch'),
   page: z.int(),

@@ -25,6 +25,7 @@ import { analyzeBox, analyzeImage, type BoxAnalysis, type QueryRegion } from '..
 import { keepQueryImage, resolveQueryImage } from '../search/query-image';
 import { readRegion } from '../search/region';
 import { searchSimilar } from '../search/similar';
+import { embedQueryText, readQueryText, steer } from '../search/text-query';
 import { getSchema } from '../storage/apps';
 
 export const imageSearchRoutes = new Hono<AppEnv>();
@@ -35,7 +36,7 @@ const factory = createFactory<AppEnv>();
  * What both upload searches do first: read and check the parameters, then resolve and analyse the query image (the
  * whole image once, kept with it for later searches by `im_id`; a box's own content too, when the endpoint
  * searches it), and start keeping it. Parameters are checked before anything is downloaded or processed, and nothing
- * is kept for a refused image or box.
+ * is kept for a refused image, box or text. With `q`, every searched vector is steered by the text's.
  */
 async function prepare(
   c: Context<AppEnv>,
@@ -50,18 +51,26 @@ async function prepare(
   const region = readRegion(params, { allowPoints: endpoint.allowPoints });
   const sensitivity = readSensitivity(params);
   const detection = readParam(params, DETECTION, 'detection');
+  const text = readQueryText(params, { required: false });
   await requireCollection(c.env.DB, app.id);
 
-  const query = await wrapTime(c, 'image', resolveQueryImage(c.env, app, params, c.var.queryBytesLeft));
-  const analysis = query.analysis ?? (await wrapTime(c, 'inference', analyzeImage(c.env, await query.bytes(), app.embedModel)));
+  const analysed = (async () => {
+    const query = await wrapTime(c, 'image', resolveQueryImage(c.env, app, params, c.var.queryBytesLeft));
+    return { query, analysis: query.analysis ?? (await wrapTime(c, 'inference', analyzeImage(c.env, await query.bytes(), app.embedModel))) };
+  })();
+  // The text is embedded while the image is read and analysed; a model that reads none fails before anything is kept.
+  const [{ query, analysis }, textVector] = await Promise.all([
+    analysed,
+    text === undefined ? undefined : wrapTime(c, 'text', embedQueryText(c.env, text, app.embedModel)),
+  ]);
   const mode = detectionMode(detection, analysis.types);
   const box = region.kind === 'box' ? analyzeBox(c.env, query.bytes, region.box, analysis, { mode, sensitivity }) : undefined;
   const content = box && endpoint.searchesContent(box) ? await wrapTime(c, 'box', box.content()) : undefined;
   // Kept while the index is searched (each route awaits both): the answer still names an im_id that is there.
   const kept = wrapTime(c, 'keep', keepQueryImage(c.env, app.id, query, analysis));
   const search = (vector: number[], objectType: string | undefined) =>
-    searchSimilar(c.env, { appId: app.id, embedModel: app.embedModel, space: 'visual', vector, objectType }, options);
-  return { options, paging: options.paging, region, sensitivity, query, analysis, box, content, mode, search, kept };
+    searchSimilar(c.env, { appId: app.id, embedModel: app.embedModel, space: 'visual', vector: textVector ? steer(vector, textVector) : vector, objectType }, options);
+  return { options, paging: options.paging, region, sensitivity, query, analysis, box, content, mode, search, kept, text };
 }
 
 type SearchTarget = { object: Pick<DetectedObject, 'type' | 'score' | 'box' | 'embedding'>; objectType: string | undefined };
@@ -75,7 +84,7 @@ const regionAsObject = (region: QueryRegion, filling?: DetectedObject): SearchTa
 
 /** Search by image (spec 4.5): the primary object, the object at a point, or what the box names, is searched. */
 const uploadSearch = factory.createHandlers(endpoint('uploadsearch', { failureFields: emptySearchPage }), authenticate({ allowAppKey: true }), searchQuota, async (c) => {
-  const { options, paging, region, sensitivity, analysis, query, box, content, mode, search, kept } = await prepare(c, {
+  const { options, paging, region, sensitivity, analysis, query, box, content, mode, search, kept, text } = await prepare(c, {
     limitName: 'limit',
     allowPoints: false,
     // A box around no detected object is searched as its own content.
@@ -101,7 +110,7 @@ const uploadSearch = factory.createHandlers(endpoint('uploadsearch', { failureFi
     product_types_list: typeList(analysis.types),
     ...page,
     im_id: query.imId,
-    ...(options.qinfo ? { qinfo: { im_id: query.imId, box: searched.box, type: target?.objectType ?? null } } : {}),
+    ...(options.qinfo ? { qinfo: { im_id: query.imId, box: searched.box, type: target?.objectType ?? null, ...(text && { q: text }) } } : {}),
     reqid: c.var.reqid,
   });
 });
@@ -113,7 +122,7 @@ const uploadSearch = factory.createHandlers(endpoint('uploadsearch', { failureFi
 const discoverSearch = factory.createHandlers(endpoint('discoversearch', { failureFields: noObjects }), authenticate({ allowAppKey: true }), searchQuota, async (c) => {
   // Spec 4.6: ignored when `point` is present, so not checked then either.
   const detectionLimit = c.var.params.has('point') ? DEFAULT_DETECTION_LIMIT : readParam(c.var.params, DETECTION, 'detection_limit');
-  const { options, paging, region, sensitivity, query, analysis, box, content, mode, search, kept } = await prepare(c, {
+  const { options, paging, region, sensitivity, query, analysis, box, content, mode, search, kept, text } = await prepare(c, {
     limitName: 'result_limit',
     allowPoints: true,
     searchesContent: (box) => box.named === undefined && box.within.length === 0,
@@ -153,7 +162,7 @@ const discoverSearch = factory.createHandlers(endpoint('discoversearch', { failu
     objects,
     object_types_list: typeList(analysis.types),
     im_id: query.imId,
-    ...(options.qinfo ? { qinfo: { im_id: query.imId, box: searchedBox, detection: mode.kind === 'type' ? mode.type : mode.kind } } : {}),
+    ...(options.qinfo ? { qinfo: { im_id: query.imId, box: searchedBox, detection: mode.kind === 'type' ? mode.type : mode.kind, ...(text && { q: text }) } } : {}),
     reqid: c.var.reqid,
   });
 });

@@ -29,6 +29,11 @@ export type SimilarQuery = {
    * images with no detected object. Absent: whole images against whole images.
    */
   objectType?: string | undefined;
+  /**
+   * Without `objectType`: whole images and catalog objects of every type alike (a text may describe either), each
+   * image at its best match.
+   */
+  anyObject?: boolean;
   /** Image ids never returned, e.g. the query image itself. */
   excludeIds?: number[];
 };
@@ -67,7 +72,11 @@ async function candidates(env: Env, query: SimilarQuery, search: SearchOptions, 
   }
   const [wholeImages, objects] = await Promise.all([
     imageVectors(env, query.embedModel).query(query.vector, options),
-    query.objectType === undefined ? [] : objectVectors(env, query.embedModel).query(query.vector, { ...options, filter: { ...pushed, [OBJECT_TYPE_KEY]: query.objectType } }),
+    query.objectType !== undefined
+      ? objectVectors(env, query.embedModel).query(query.vector, { ...options, filter: { ...pushed, [OBJECT_TYPE_KEY]: query.objectType } })
+      : query.anyObject
+        ? objectVectors(env, query.embedModel).query(query.vector, options)
+        : [],
   ]);
   return [
     ...wholeImages.map((match) => ({ imageId: imageIdOfVector(match.id), score: toScore(match.score), fromObject: false })),

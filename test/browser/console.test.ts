@@ -230,7 +230,7 @@ test('the insert page sends rows and shows the transaction to its end, failures 
   await page.close();
 });
 
-test('an app key alone searches (a dropped photo, an image URL, a colour) but is told it cannot insert', async () => {
+test('an app key alone searches (a dropped photo, an image URL, a colour, a text) but is told it cannot insert', async () => {
   const page = await openConsole();
   await pasteKeys(page, { app: keys.app_key });
   await page.getByText('Using the app key: search only.').waitFor();
@@ -261,6 +261,19 @@ test('an app key alone searches (a dropped photo, an image URL, a colour) but is
   assert.ok(colored.results.length >= Object.keys(CATALOG).length);
   await thumbnailsLoaded(page);
   await page.screenshot({ path: path.join(SCREENSHOTS, 'console-app-key.png'), fullPage: true });
+
+  // The text box calls /textsearch; the local stack's model reads no text, which the envelope says.
+  await page.getByRole('tab', { name: 'By text' }).click();
+  const [textCall] = await Promise.all([
+    page.waitForRequest((request) => new URL(request.url()).pathname === '/textsearch'),
+    (async () => {
+      await page.locator('#text-form').getByLabel('Text').fill('red pot');
+      await page.locator('#text-form').getByRole('button', { name: 'Search' }).click();
+    })(),
+  ]);
+  assert.equal(new URL(textCall.url()).searchParams.get('q'), 'red pot');
+  await page.locator('#errors .error').waitFor();
+  assert.match((await page.locator('#errors .error').textContent()) ?? '', /embedding model cannot read text/);
 
   await page.getByRole('link', { name: 'Insert' }).click();
   await page.getByText('An app key can only search.').waitFor();

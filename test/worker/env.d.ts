@@ -6,6 +6,8 @@ declare global {
     interface Env extends WorkerEnv {
       TEST_MIGRATIONS: D1Migration[];
       FIXTURES_URL: string;
+      /** The text-reading model of EMBED_MODELS (test/support/global-setup.ts). */
+      TEXT_EMBED_MODEL: string;
     }
   }
 }

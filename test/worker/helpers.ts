@@ -18,9 +18,9 @@ export const fixtureUrl = (path: string): string => `${env.FIXTURES_URL}${path}`
 
 export const call = (path: string, init?: RequestInit): Promise<Response> => SELF.fetch(`${BASE}${path}`, init);
 
-/** A fresh application (and optional schema) through the admin API. */
-export async function createApp(name = 'test', fields: SchemaField[] = []): Promise<Credentials> {
-  const created = await call('/admin/apps', { method: 'POST', headers: adminHeaders, body: JSON.stringify({ name }) });
+/** A fresh application (and optional schema) through the admin API, on EMBED_MODEL unless `embedModel` says. */
+export async function createApp(name = 'test', fields: SchemaField[] = [], embedModel?: string): Promise<Credentials> {
+  const created = await call('/admin/apps', { method: 'POST', headers: adminHeaders, body: JSON.stringify({ name, embed_model: embedModel }) });
   expect(created.status).toBe(201);
   const credentials = await created.json<Credentials>();
   if (fields.length > 0) await replaceSchema(credentials, fields);

@@ -1,3 +1,4 @@
+import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { app } from '../../src/app';
@@ -72,6 +73,8 @@ const EMPTY_COLLECTION = "App doesn't have any images.";
 const passedChecks = ({ status, body }: { status: number; body: Body }): boolean =>
   status === 200 && (body.status !== 'fail' || errorMessage(body) === EMPTY_COLLECTION);
 const UPLOAD_SEARCHES = ['uploadsearch', 'uploadsearchByReference', 'discoversearch', 'discoversearchByReference'];
+/** Checked like the upload searches, on the empty collection: the stocked application's model reads no text. */
+const TEXT_SEARCHES = ['textsearch', 'textsearchByForm'];
 
 describe('OpenAPI document and reference page', () => {
   let stocked: Credentials;
@@ -82,10 +85,15 @@ describe('OpenAPI document and reference page', () => {
 
   /**
    * How to call an operation so that it gets past its parameter checks, cheaply: the upload searches, given no image
-   * and an empty collection, answer that the collection is empty once their parameters are checked.
+   * and an empty collection, answer that the collection is empty once their parameters are checked; the text
+   * searches too, given their text.
    */
-  const checking = (operationId: string): Base =>
-    UPLOAD_SEARCHES.includes(operationId) ? { app: empty, path: operationOf(operationId).path, params: {} } : bases[operationId]!;
+  const checking = (operationId: string): Base => {
+    const { path } = operationOf(operationId);
+    if (UPLOAD_SEARCHES.includes(operationId)) return { app: empty, path, params: {} };
+    if (TEXT_SEARCHES.includes(operationId)) return { app: empty, path, params: { q: 'red' } };
+    return bases[operationId]!;
+  };
 
   async function callWith(
     operationId: string,
@@ -110,8 +118,14 @@ describe('OpenAPI document and reference page', () => {
   beforeAll(async () => {
     document = await (await call('/openapi.json')).json<Document>();
     const fields = [{ name: 'brand', type: 'string' as const, searchable: true }];
-    [stocked, empty] = await Promise.all([createApp('openapi', fields), createApp('openapi-empty', fields)]);
-    await insertAndWait(stocked, [{ im_name: 'red', im_url: fixtureUrl('/palette/ff0000:100'), brand: 'acme' }]);
+    let reading: Credentials;
+    [stocked, empty, reading] = await Promise.all([
+      createApp('openapi', fields),
+      createApp('openapi-empty', fields),
+      createApp('openapi-text', fields, env.TEXT_EMBED_MODEL),
+    ]);
+    const red = { im_name: 'red', im_url: fixtureUrl('/palette/ff0000:100'), brand: 'acme' };
+    await Promise.all([insertAndWait(stocked, [red]), insertAndWait(reading, [red])]);
     // A transaction of its own, so that the image searched is never being replaced.
     const inserted = await insert(stocked, [{ im_name: 'green', im_url: fixtureUrl('/palette/00ff00:100') }]);
     const { trans_id: transId } = await inserted.json<{ trans_id: number }>();
@@ -120,6 +134,8 @@ describe('OpenAPI document and reference page', () => {
       search: { app: stocked, path: '/search', params: { im_name: 'red' } },
       recommendation: { app: stocked, path: '/recommendation', params: { im_name: 'red' } },
       colorsearch: { app: stocked, path: '/colorsearch', params: { color: 'ff0000' } },
+      textsearch: { app: reading, path: '/textsearch', params: { q: 'red' } },
+      textsearchByForm: { app: reading, path: '/textsearch', params: { q: 'red' } },
       uploadsearch: { app: stocked, path: '/uploadsearch', params: { im_url: hen } },
       discoversearch: { app: stocked, path: '/discoversearch', params: { im_url: hen } },
       uploadsearchByReference: { app: stocked, path: '/uploadsearch', params: { im_url: hen } },
@@ -171,7 +187,7 @@ describe('OpenAPI document and reference page', () => {
   });
 
   it('documents the bounds each endpoint enforces: accepted at them, refused past them with the message', async () => {
-    for (const operationId of ['search', 'recommendation', 'colorsearch', ...UPLOAD_SEARCHES, 'insertStatus']) {
+    for (const operationId of ['search', 'recommendation', 'colorsearch', ...UPLOAD_SEARCHES, ...TEXT_SEARCHES, 'insertStatus']) {
       const base = checking(operationId);
       const numbers = documentedParameters(operationOf(operationId).operation).filter(
         ({ schema }) => (schema.type === 'integer' || schema.type === 'number') && schema.minimum !== undefined,
@@ -197,7 +213,7 @@ describe('OpenAPI document and reference page', () => {
   });
 
   it('documents the booleans, choices and required parameters each endpoint checks', async () => {
-    for (const operationId of ['search', 'recommendation', 'colorsearch', ...UPLOAD_SEARCHES, 'image']) {
+    for (const operationId of ['search', 'recommendation', 'colorsearch', ...UPLOAD_SEARCHES, ...TEXT_SEARCHES, 'image']) {
       const base = checking(operationId);
       const answer = async (params: Record<string, string>) => {
         const { body } = await callWith(operationId, params, { base });
@@ -229,6 +245,8 @@ describe('OpenAPI document and reference page', () => {
       uploadsearchByReference: responses.uploadSearchResponse,
       discoversearchByReference: responses.discoverSearchResponse,
       colorsearch: responses.colorSearchResponse,
+      textsearch: responses.textSearchResponse,
+      textsearchByForm: responses.textSearchResponse,
       uploadsearch: responses.uploadSearchResponse,
       discoversearch: responses.discoverSearchResponse,
       insertStatus: responses.insertStatusResponse,
@@ -252,6 +270,7 @@ describe('OpenAPI document and reference page', () => {
       ['search', { page: '0' }, responses.searchFailure],
       ['recommendation', { im_name: 'nothing' }, responses.searchFailure],
       ['colorsearch', { color: 'nothing' }, responses.searchFailure],
+      ['textsearch', { q: '' }, responses.searchFailure],
       ['uploadsearch', { im_id: 'nothing' }, responses.searchFailure],
       ['discoversearchByReference', { result_limit: '0' }, responses.discoverSearchFailure],
       ['insertStatus', { error_limit: '0' }, responses.insertStatusFailure],

@@ -51,10 +51,11 @@ describe('Workers AI detection adapter, against an in-test fake of the AI bindin
     expect(prediction.detect.objects.map((object) => object.box)).toEqual([[190, 199, 371, 331]]);
   });
 
-  it('leaves calls without detect, and images over the size cap, to the service alone', async () => {
+  it('leaves calls without detect, texts, and images over the size cap, to the service alone', async () => {
     const ai = new FakeWorkersAi(async () => []);
     const adapter = withWorkersAiDetection(service(), ai, { retries: 0, maxImageBytes: plant.byteLength - 1 });
     expect((await adapter.predict(plant, ['embed'])).embed.dim).toBeGreaterThan(0);
+    expect(await adapter.embedText('red', { embedModel: env.TEXT_EMBED_MODEL })).toMatchObject({ model: env.TEXT_EMBED_MODEL, dim: 3 });
     const large = await adapter.predict(plant, ['embed', 'detect']);
     expect(large.detect.model).not.toBe(DETR_MODEL);
     expect(large.detect.objects.map((object) => object.type)).toContain('Vase and Pot');

@@ -1,14 +1,16 @@
 import { z } from 'zod';
-import { errorBody, predictForm, predictionSchema, PRIORITY_HEADER } from '../../../inference/src/contract';
+import { errorBody, predictForm, predictionSchema, PRIORITY_HEADER, textForm, textPredictionSchema } from '../../../inference/src/contract';
 import {
   InferenceBusyError,
   InferenceUnavailableError,
+  ModelReadsNoTextError,
   RegionOutsideImageError,
   UndecodableImageError,
   UnknownEmbedModelError,
   type Inference,
   type Prediction,
   type PredictOptions,
+  type Priority,
   type Task,
 } from './types';
 import { retryUnavailable } from './retry';
@@ -18,11 +20,12 @@ export function httpInference(baseUrl: string, config: { timeoutMs: number; secr
   const endpoint = new URL('/predict', baseUrl).toString();
   const authorization: Record<string, string> = config.secret ? { authorization: `Bearer ${config.secret}` } : {};
 
-  async function once<T extends Task>(image: Uint8Array, tasks: readonly T[], options: PredictOptions): Promise<Prediction<T>> {
-    const headers = options.priority ? { ...authorization, [PRIORITY_HEADER]: options.priority } : authorization;
+  /** Posts one form and reads the answer by `schema`; the service's refusals become the port's errors. */
+  async function once<T>(form: FormData, priority: Priority | undefined, schema: z.ZodType<T>): Promise<T> {
+    const headers = priority ? { ...authorization, [PRIORITY_HEADER]: priority } : authorization;
     let response: Response;
     try {
-      response = await fetch(endpoint, { method: 'POST', body: predictForm(image, tasks, options), headers, signal: AbortSignal.timeout(config.timeoutMs) });
+      response = await fetch(endpoint, { method: 'POST', body: form, headers, signal: AbortSignal.timeout(config.timeoutMs) });
     } catch (error) {
       throw new InferenceUnavailableError(`inference request failed: ${String(error)}`);
     }
@@ -32,15 +35,16 @@ export function httpInference(baseUrl: string, config: { timeoutMs: number; secr
       if (response.status === 422) throw new UndecodableImageError(error?.message ?? 'undecodable image');
       if (error?.code === 'bad_box') throw new RegionOutsideImageError(error.message);
       if (error?.code === 'unknown_embed_model') throw new UnknownEmbedModelError(error.message);
+      if (error?.code === 'model_reads_no_text') throw new ModelReadsNoTextError(error.message);
     }
     if (response.status === 503 && response.headers.has('retry-after')) {
       await response.body?.cancel();
       throw new InferenceBusyError('inference answered busy', Number(response.headers.get('retry-after')) || 1);
     }
     if (!response.ok) throw new InferenceUnavailableError(`inference answered HTTP ${response.status}`);
-    const prediction = predictionSchema(tasks).safeParse(await response.json().catch(() => null));
-    if (!prediction.success) throw new InferenceUnavailableError(`inference answered an unexpected body: ${z.prettifyError(prediction.error)}`);
-    return prediction.data;
+    const answer = schema.safeParse(await response.json().catch(() => null));
+    if (!answer.success) throw new InferenceUnavailableError(`inference answered an unexpected body: ${z.prettifyError(answer.error)}`);
+    return answer.data;
   }
 
   return {
@@ -49,6 +53,9 @@ export function httpInference(baseUrl: string, config: { timeoutMs: number; secr
      * by its queue, with backoff. A bad image is answered at once.
      */
     predict: <T extends Task>(image: Uint8Array, tasks: readonly T[], options: PredictOptions = {}): Promise<Prediction<T>> =>
-      retryUnavailable(options.priority === 'bulk' ? 0 : config.retries, () => once(image, tasks, options)),
+      retryUnavailable(options.priority === 'bulk' ? 0 : config.retries, () => once(predictForm(image, tasks, options), options.priority, predictionSchema(tasks))),
+    /** A search's text: interactive, retried as an interactive prediction is. */
+    embedText: async (text, { embedModel }) =>
+      (await retryUnavailable(config.retries, () => once(textForm(text, { embedModel }), undefined, textPredictionSchema))).embed,
   };
 }

@@ -1,10 +1,10 @@
 /**
- * The inference port: one call runs every asked task on one image. The wire types come from the service's contract
- * (inference/src/contract.ts, `POST /predict`), so both sides read one description.
+ * The inference port: one call runs every asked task on one image, or embeds one text. The wire types come from the
+ * service's contract (inference/src/contract.ts, `POST /predict`), so both sides read one description.
  */
-import type { Prediction, PredictOptions, Task } from '../../../inference/src/contract';
+import type { Prediction, PredictOptions, Task, TextPrediction } from '../../../inference/src/contract';
 
-export { MAX_DETECTED_OBJECTS } from '../../../inference/src/contract';
+export { MAX_DETECTED_OBJECTS, MAX_TEXT_LENGTH } from '../../../inference/src/contract';
 
 export type {
   Box,
@@ -16,12 +16,14 @@ export type {
   Priority,
   RawDetection,
   Task,
+  TextPrediction,
 } from '../../../inference/src/contract';
-
 
 export interface Inference {
   /** The answer holds the result of every asked task. */
   predict<T extends Task>(image: Uint8Array, tasks: readonly T[], options?: PredictOptions): Promise<Prediction<T>>;
+  /** The text tower's vector of a text (at most MAX_TEXT_LENGTH), comparable with that model's image vectors. */
+  embedText(text: string, options: { embedModel: string }): Promise<TextPrediction['embed']>;
 }
 
 /** The bytes are not an image the models can read: a permanent failure for this image. */
@@ -48,6 +50,11 @@ export class InferenceBusyError extends InferenceUnavailableError {
 /** The service has not loaded the embedding model asked for: a configuration error (EMBED_MODELS against the service). */
 export class UnknownEmbedModelError extends Error {
   override name = 'UnknownEmbedModelError';
+}
+
+/** The embedding model has no text tower (a CLIP or SigLIP model has one): it cannot embed a text. */
+export class ModelReadsNoTextError extends Error {
+  override name = 'ModelReadsNoTextError';
 }
 
 /** The region asked for lies outside the image. */

@@ -19,8 +19,8 @@ export interface WorkersAiBinding {
 /**
  * Detection on Workers AI, the rest on the inference service: DETR finds the objects, then one call to the service
  * embeds and colours their crops and maps DETR's COCO labels to product types with the same label map, score floor
- * and suppression as the service's own detector (`inference/src/models/detect/objects.ts`). Calls without `detect`
- * go straight to the service.
+ * and suppression as the service's own detector (`inference/src/models/detect/objects.ts`). Calls without `detect`,
+ * and texts, go straight to the service.
  */
 export function withWorkersAiDetection(
   service: Inference,
@@ -28,6 +28,7 @@ export function withWorkersAiDetection(
   { retries, maxImageBytes = WORKERS_AI_MAX_IMAGE_BYTES }: { retries: number; maxImageBytes?: number },
 ): Inference {
   return {
+    embedText: (text, options) => service.embedText(text, options),
     async predict(image, tasks, options = {}) {
       if (!(tasks as readonly Task[]).includes('detect') || image.byteLength > maxImageBytes) return service.predict(image, tasks, options);
       const objects = await retryUnavailable(retries, () => detectWithDetr(ai, image));
