@@ -24,11 +24,15 @@ process.on('SIGTERM', () => stopAll(0));
 
 type DemoApp = { app_id: string; access_key: string; secret_key: string; app_key: string };
 
-/** The demo application is created once; later starts reuse it while the local database still has it. */
-async function ensureDemoApp(): Promise<DemoApp> {
+/**
+ * The demo application is created once; later starts reuse it while the local database still has it. With its
+ * embedding model: an earlier start's may not be today's default.
+ */
+async function ensureDemoApp(defaultModel: string): Promise<DemoApp & { embedModel: string }> {
   try {
     const saved = JSON.parse(readFileSync(demoFile, 'utf8')) as DemoApp;
-    if ((await adminRequest(admin, 'GET', `/admin/apps/${saved.app_id}`)).status === 200) return saved;
+    const found = await adminRequest<{ embed_model: string }>(admin, 'GET', `/admin/apps/${saved.app_id}`);
+    if (found.status === 200) return { ...saved, embedModel: found.body.embed_model };
   } catch {
     // no saved demo app yet
   }
@@ -37,16 +41,34 @@ async function ensureDemoApp(): Promise<DemoApp> {
   const { app_id, access_key, secret_key, app_key } = created.body;
   mkdirSync(path.dirname(demoFile), { recursive: true });
   writeFileSync(demoFile, JSON.stringify({ app_id, access_key, secret_key, app_key }, null, 2));
-  return { app_id, access_key, secret_key, app_key };
+  return { app_id, access_key, secret_key, app_key, embedModel: defaultModel };
+}
+
+/** Which models the service loaded, which one new applications get, and those EMBED_MODELS keeps unloaded. */
+function describeModels(running: LocalStack, demo: { app_id: string; embedModel: string }): string {
+  const loaded = new Set(running.served.map(({ id }) => id));
+  const lines = [
+    `Embedding models (INFERENCE_EMBED_MODELS=${process.env.INFERENCE_EMBED_MODELS || 'unset: the bundled ones'}):`,
+    ...running.served.map(({ id, dim, text }) => `  ${id}  ${dim}-d${text ? ', reads text' : ''}${id === running.defaultEmbedModel ? '  <- new applications' : ''}`),
+    ...Object.keys(running.embedModels)
+      .filter((id) => !loaded.has(id))
+      .map((id) => `  ${id}  not loaded (kept from wrangler.toml: applications on it can only move off it, by a reindex)`),
+  ];
+  if (demo.embedModel !== running.defaultEmbedModel) {
+    lines.push(`The demo application is on ${demo.embedModel}; to move it: npm run admin -- reindex ${demo.app_id} ${running.defaultEmbedModel}`);
+  }
+  return lines.join('\n');
 }
 
 async function main(): Promise<void> {
   stack = await startLocalStack({ port, inferencePort, adminToken: admin.token, onExit: (code) => stopAll(code ?? 1) });
 
-  const demo = await ensureDemoApp();
+  const demo = await ensureDemoApp(stack.defaultEmbedModel);
   const auth = `${demo.access_key}:${demo.secret_key}`;
   console.log(`
 Image search is running at ${admin.baseUrl}
+
+${describeModels(stack, demo)}
 
 Demo application ${demo.app_id}
   access key  ${demo.access_key}

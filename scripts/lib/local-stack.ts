@@ -1,7 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import type { EmbedModelIndexes } from '../../src/storage/embed-models.ts';
 import { startInference } from './inference-process.ts';
+import { configuredEmbedModels, embedModelsFor, servedEmbedders, type ServedEmbedder } from './served-models.ts';
 import { ROOT, useLocalWrangler } from './wrangler-env.ts';
 
 export type LocalStackOptions = {
@@ -10,7 +12,12 @@ export type LocalStackOptions = {
   adminToken: string;
   /** Where wrangler keeps local D1, R2, queue and Durable Object state; default `.wrangler/state` (npm start's). */
   persistTo?: string;
-  /** More `--var NAME:value` settings for the Worker. */
+  /**
+   * INFERENCE_EMBED_MODELS for the inference service, default the environment's. When set, the Worker's EMBED_MODELS
+   * and EMBED_MODEL follow from what the service loaded (served-models.ts); unset, they stay wrangler.toml's.
+   */
+  embedModels?: string;
+  /** More `--var NAME:value` settings for the Worker (they win over the derived EMBED_MODELS and EMBED_MODEL). */
   vars?: Record<string, string>;
   /** Called when wrangler exits on its own. */
   onExit?: (code: number | null) => void;
@@ -21,6 +28,11 @@ export type LocalStack = {
   readonly inferenceUrl: string;
   /** The bearer secret the inference service requires, for a caller beside the Worker (`npm run bench`). */
   readonly inferenceSecret: string;
+  /** The embedders the service loaded, its default first. */
+  readonly served: readonly ServedEmbedder[];
+  /** The Worker's EMBED_MODELS and EMBED_MODEL: the models applications may be on, and the one new ones get. */
+  readonly embedModels: Readonly<Record<string, EmbedModelIndexes>>;
+  readonly defaultEmbedModel: string;
   /** The processes: the inference service, then wrangler. */
   readonly children: readonly ChildProcess[];
   stop(): void;
@@ -29,6 +41,8 @@ export type LocalStack = {
 const wranglerBin = path.join(ROOT, 'node_modules/.bin/wrangler');
 /** wrangler dev runs no cron: the stack calls the Worker's scheduled handler itself, as often as wrangler.toml's cron. */
 const SWEEP_EVERY_MS = 10 * 60_000;
+/** A first start on an `hf:` model downloads it before the service listens. */
+const CHOSEN_MODELS_TIMEOUT_MS = 30 * 60_000;
 
 /**
  * The whole service on this machine, with no Cloudflare account and no network: applies the D1 migrations, starts
@@ -41,13 +55,24 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const migrate = spawnSync(wranglerBin, ['d1', 'migrations', 'apply', 'image-search', '--local', ...persist], { stdio: 'inherit', cwd: ROOT });
   if (migrate.status !== 0) throw new Error('applying the D1 migrations failed');
 
-  console.log(`Starting the inference service on 127.0.0.1:${options.inferencePort} (loading models)...`);
+  const chosen = options.embedModels ?? (process.env.INFERENCE_EMBED_MODELS || undefined);
+  console.log(
+    chosen
+      ? `Starting the inference service on 127.0.0.1:${options.inferencePort} with INFERENCE_EMBED_MODELS=${chosen}; waiting for its models (a first start on hf: models downloads them: minutes)...`
+      : `Starting the inference service on 127.0.0.1:${options.inferencePort} (loading models)...`,
+  );
   // A fresh shared secret per run: only this Worker can call this inference service.
   const inferenceSecret = randomBytes(16).toString('hex');
-  const inference = await startInference(options.inferencePort, { secret: inferenceSecret });
+  const inference = await startInference(options.inferencePort, { secret: inferenceSecret, embedModels: chosen, ...(chosen && { timeoutMs: CHOSEN_MODELS_TIMEOUT_MS }) });
   const inferenceUrl = `http://127.0.0.1:${options.inferencePort}`;
 
-  const vars = { ADMIN_TOKEN: options.adminToken, INFERENCE_URL: inferenceUrl, INFERENCE_SECRET: inferenceSecret, ...options.vars };
+  const { served, models: embedModels, defaultModel: defaultEmbedModel } = await workerEmbedModels(inferenceUrl, chosen !== undefined).catch((error: unknown) => {
+    inference.kill('SIGTERM');
+    throw error;
+  });
+  const embedVars = chosen ? { EMBED_MODELS: JSON.stringify(embedModels), EMBED_MODEL: defaultEmbedModel } : {};
+
+  const vars = { ADMIN_TOKEN: options.adminToken, INFERENCE_URL: inferenceUrl, INFERENCE_SECRET: inferenceSecret, ...embedVars, ...options.vars };
   const wrangler = spawn(
     wranglerBin,
     [
@@ -69,6 +94,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     baseUrl,
     inferenceUrl,
     inferenceSecret,
+    served,
+    embedModels,
+    defaultEmbedModel,
     children: [inference, wrangler],
     stop: () => {
       clearInterval(sweeps);
@@ -83,6 +111,17 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     throw error;
   }
   return stack;
+}
+
+/**
+ * What the service loaded, and the Worker's EMBED_MODELS and EMBED_MODEL: derived from it when the models were chosen
+ * (INFERENCE_EMBED_MODELS), else wrangler.toml's as they are, so that existing local data keeps its indexes.
+ */
+async function workerEmbedModels(inferenceUrl: string, chosen: boolean) {
+  const served = await servedEmbedders(inferenceUrl);
+  const configured = configuredEmbedModels();
+  const { models, defaultModel } = chosen ? embedModelsFor(served, configured.models) : { models: Object.fromEntries(configured.models), defaultModel: configured.defaultModel };
+  return { served, models, defaultModel };
 }
 
 async function waitFor(url: string, timeoutMs: number): Promise<void> {
