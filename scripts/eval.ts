@@ -3,33 +3,36 @@ import http from 'node:http';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import { unstable_readConfig } from 'wrangler';
 import { seededRandom } from '../inference/src/random.ts';
-import { parseEmbedModels } from '../src/storage/embed-models.ts';
 import { IMAGES_DIR as IMAGES_DIR_DEFAULT } from '../test/fixtures/images.ts';
 import { freePort } from '../test/support/free-port.ts';
 import { createApplication, imageNameOf, INSERT_BATCH, insertForm, waitForInsert, type AuthHeader } from './lib/api-client.ts';
+import { chooseEmbedModels, loadedEmbedModels, namesOf, type LoadedModel } from './lib/embed-model-choice.ts';
 import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
 import { loadDetectionTruth, FIXTURES_DIR, overall, precisionRecall, scoreImage, type Detected, type TypeCounts } from './lib/detection-truth.ts';
 import { flattenedOriginal, TRANSFORMS } from './lib/near-duplicates.ts';
-import { ROOT, useLocalWrangler } from './lib/wrangler-env.ts';
+import { ROOT } from './lib/wrangler-env.ts';
 
 /**
- * `npm run eval [-- --images <folder>] [--models <id,id>] [--detection-only]`: search quality through the real
- * service (the local stack, as `npm start` runs it), for each embedding model of wrangler.toml's EMBED_MODELS side by
- * side. One application per model, on that model, gets every valid image of the folder by URL; then, against each,
+ * `npm run eval [-- --images <folder>] [--embed-model <id>]... [--detection-only]`: search quality through the real
+ * service (the local stack, as `npm start` runs it), for each embedding model the inference service loaded side by
+ * side (INFERENCE_EMBED_MODELS; unset, the two bundled models of wrangler.toml's EMBED_MODELS). One application per
+ * model, on that model, gets every valid image of the folder by URL; then, against each,
  * (a) near-duplicate copies of each image are searched with /uploadsearch for their original (R@1, R@5, mAP), and
  * (b) each object cut-out is searched with /search and the other cut-outs of its category among the first five are
  * counted (manifest.json's `kind` and `category`). (c) Each photo of the hand-drawn detection ground truth is sent to
  * /discoversearch at both sensitivities and precision and recall per type counted at IoU 0.5
  * (scripts/lib/detection-truth.ts): detection does not depend on the embedding model, so this runs once, on the
- * default model's application (EMBED_MODEL; else the first evaluated). `--models` restricts the models (ids or the
- * short labels the tables use); `--detection-only` runs (c) alone.
+ * application of the service's default model (INFERENCE_EMBED_MODELS's first; else the first evaluated).
+ * `--embed-model` (repeated, or comma-separated; `--models` is its older name) restricts the models to those it names,
+ * by id, INFERENCE_EMBED_MODELS entry or the short label the tables use; a model the service has not loaded is refused,
+ * listing those it has (scripts/lib/embed-model-choice.ts). `--detection-only` runs (c) alone.
  */
 
 const { values: args } = parseArgs({
   options: {
     images: { type: 'string', default: IMAGES_DIR_DEFAULT },
+    'embed-model': { type: 'string', multiple: true },
     models: { type: 'string' },
     'detection-only': { type: 'boolean', default: false },
   },
@@ -52,8 +55,8 @@ const IMAGE_EXTENSIONS = /\.(jpe?g|jpe|png|gif|bmp|dib|webp|pbm|pgm|ppm|sr|ras|t
 
 type Entry = { file: string; name: string; kind?: string; category?: string };
 type Ranked = { result?: { im_name: string }[] };
-/** An embedding model of EMBED_MODELS; `label` is the short name the tables give it (its dimensions). */
-type EmbedModel = { id: string; label: string; dimensions: number; isDefault: boolean };
+/** A model the inference service loaded; `label` is the short name the tables give it (its dimensions). */
+type EmbedModel = LoadedModel;
 /** A model's application, loaded with the folder's images; `failed` names the images its inserts could not take. */
 type ModelApp = { model: EmbedModel; api: Api; failed: Set<string>; insertSeconds: number };
 type ModelRetrieval = { app: ModelApp; nearDuplicates: NearDuplicateReport; categories: CategoryReport; searchSeconds: number };
@@ -70,9 +73,6 @@ process.on('SIGTERM', () => stopAll(143));
 
 async function main(): Promise<void> {
   const started = performance.now();
-  const models = selectedModels();
-  const detectionModel = models.find((model) => model.isDefault) ?? models[0]!;
-  const evaluatedModels = args['detection-only'] ? [detectionModel] : models;
   const { valid, skipped } = await listImages();
   console.log(`${valid.length} images in ${IMAGES_DIR}; ${skipped.length} skipped as invalid (under ${MIN_SIDE} px on both sides): ${skipped.join(', ') || 'none'}`);
 
@@ -82,6 +82,9 @@ async function main(): Promise<void> {
   // Request logs at info level would bury the report.
   process.env.WRANGLER_LOG ??= 'warn';
   stack = await startLocalStack({ port, inferencePort, adminToken: ADMIN_TOKEN, persistTo: STATE_DIR, onExit: (code) => stopAll(code ?? 1) });
+  const models = await selectedModels(stack);
+  const detectionModel = models.find((model) => model.isDefault) ?? models[0]!;
+  const evaluatedModels = args['detection-only'] ? [detectionModel] : models;
 
   const apps: ModelApp[] = [];
   for (const model of evaluatedModels) apps.push(await loadModelApp(stack.baseUrl, model, valid, `http://127.0.0.1:${imagesPort}`));
@@ -113,32 +116,27 @@ async function main(): Promise<void> {
 }
 
 /**
- * EMBED_MODELS of wrangler.toml's top level (the local stack's), in its order, each labelled by its dimensions (with
- * its position after them where two share dimensions); `--models` keeps those it names, by id or label.
+ * The models the stack's inference service loaded, in INFERENCE_EMBED_MODELS's order (unset: the bundled ones, those
+ * of wrangler.toml's EMBED_MODELS), each labelled by its dimensions (with its position after them where two share
+ * dimensions); `--embed-model` (and `--models`) keep those they name, and refuse a model not loaded.
  */
-function selectedModels(): EmbedModel[] {
-  useLocalWrangler();
-  const { vars } = unstable_readConfig({ config: path.join(ROOT, 'wrangler.toml') });
-  const configured = [...parseEmbedModels(String(vars.EMBED_MODELS))];
-  const models = configured.map(([id, { dimensions }], index): EmbedModel => {
-    const shared = configured.filter(([, other]) => other.dimensions === dimensions).length > 1;
-    return { id, label: shared ? `${dimensions}d#${index + 1}` : `${dimensions}d`, dimensions, isDefault: id === vars.EMBED_MODEL };
-  });
-  if (args.models === undefined) return models;
-  const named = args.models.split(',').map((name) => name.trim()).filter(Boolean);
-  for (const name of named) {
-    if (!models.some((model) => model.id === name || model.label === name)) {
-      throw new Error(`--models: ${name} is not in EMBED_MODELS (${models.map((model) => `${model.label} = ${model.id}`).join('; ')})`);
-    }
-  }
-  const chosen = models.filter((model) => named.includes(model.id) || named.includes(model.label));
-  if (chosen.length === 0) throw new Error('--models: name at least one model');
-  return chosen;
+async function selectedModels({ inferenceUrl, inferenceSecret }: LocalStack): Promise<EmbedModel[]> {
+  const loaded = await loadedEmbedModels(inferenceUrl, inferenceSecret);
+  const named = namesOf([...(args['embed-model'] ?? []), ...(args.models === undefined ? [] : [args.models])]);
+  if (args['embed-model'] === undefined && args.models === undefined) return loaded;
+  if (named.length === 0) throw new Error('--embed-model: name at least one model');
+  return chooseEmbedModels(loaded, named);
 }
 
 /** A new application on `model`, with every image of `entries` inserted. */
 async function loadModelApp(baseUrl: string, model: EmbedModel, entries: Entry[], imagesUrl: string): Promise<ModelApp> {
-  const api = new Api(baseUrl, await createApplication({ baseUrl, token: ADMIN_TOKEN }, `eval-${model.label}`, model.id));
+  const auth = await createApplication({ baseUrl, token: ADMIN_TOKEN }, `eval-${model.label}`, model.id).catch((error: unknown) => {
+    const message = error instanceof Error ? error.message : String(error);
+    // The Worker takes applications on the models of its EMBED_MODELS only (README "Model upgrades").
+    if (!message.includes('is not one of')) throw error;
+    throw new Error(`${message}\nThe inference service loaded ${model.id}, but the local Worker's EMBED_MODELS does not list it.`);
+  });
+  const api = new Api(baseUrl, auth);
   const insertStarted = performance.now();
   const failed = await insertAll(api, entries, imagesUrl);
   const insertSeconds = (performance.now() - insertStarted) / 1000;
@@ -159,6 +157,7 @@ async function evaluateRetrieval(app: ModelApp, entries: Entry[]): Promise<Model
 function modelSection({ model, failed, insertSeconds }: ModelApp, retrieval: ModelRetrieval | undefined) {
   return {
     label: model.label,
+    entry: model.entryName,
     dimensions: model.dimensions,
     default: model.isDefault,
     failed: [...failed],
@@ -324,7 +323,7 @@ async function evaluateCategories(api: Api, entries: Entry[]): Promise<CategoryR
 function printModelLegend(models: EmbedModel[]): void {
   printMarkdownTable(
     ['model', 'dimensions', 'embedding model id'],
-    models.map((model) => [model.label, String(model.dimensions), `${model.id}${model.isDefault ? ' (EMBED_MODEL)' : ''}`]),
+    models.map((model) => [model.label, String(model.dimensions), `${model.id}${model.isDefault ? ' (the service\'s default)' : ''}`]),
   );
 }
 
