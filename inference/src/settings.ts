@@ -17,20 +17,3 @@ export function choiceSetting<T extends string>(env: NodeJS.ProcessEnv, name: st
   if (!(choices as readonly string[]).includes(value)) throw new Error(`${name} must be one of ${choices.join(', ')}, got "${value}"`);
   return value as T;
 }
-
-/**
- * A comma-separated list of distinct `choices` from the environment, `fallback` when unset, in the order given; an
- * empty list, an unknown name or a repeated one stops the service before it listens.
- */
-export function choiceListSetting<T extends string>(
-  env: NodeJS.ProcessEnv,
-  name: string,
-  choices: readonly T[],
-  fallback: readonly [T, ...T[]],
-): [T, ...T[]] {
-  const value = env[name] || fallback.join(',');
-  const names = value.split(',').map((item) => item.trim());
-  const valid = names.every((item) => (choices as readonly string[]).includes(item)) && new Set(names).size === names.length;
-  if (!valid) throw new Error(`${name} must list one or more of ${choices.join(', ')}, comma-separated, each once, got "${value}"`);
-  return names as [T, ...T[]];
-}

@@ -16,7 +16,7 @@ import ort from 'onnxruntime-node';
 import { decodeImage, type RgbPixels } from '../src/image/decode.ts';
 import { CENTERNET_SOURCE, CenterNetDetector, toCenterNetInput } from '../src/models/detect/centernet.ts';
 import type { Detection } from '../src/models/detect/detector.ts';
-import { Embedder, type EmbedderSpec } from '../src/models/embed/embedder.ts';
+import { SpecEmbedder, type EmbedderSpec } from '../src/models/embed/embedder.ts';
 import { FUSED_EMBEDDER, FUSED_PART_DIMS, MOBILENET_V2_EMBEDDER } from '../src/models/embed/embedder-specs.ts';
 import { CENTERNET_BACKBONE_NETWORK, embedViews, MOBILENET_V2_NETWORK, type EmbedNetwork } from '../src/models/embed/features.ts';
 import { MOBILENET_V2_NODES, MOBILENET_V2_SOURCE, toMobileNetV2Input } from '../src/models/embed/mobilenet-v2.ts';
@@ -75,7 +75,7 @@ const EMBEDDINGS: { spec: EmbedderSpec; parts: Part[] }[] = [
   },
 ];
 
-const embedderOn = (s: Sessions, { spec, parts }: (typeof EMBEDDINGS)[number]) => new Embedder(spec, parts.map(({ session }) => session(s)));
+const embedderOn = (s: Sessions, { spec, parts }: (typeof EMBEDDINGS)[number]) => new SpecEmbedder(spec, parts.map(({ session }) => session(s)));
 
 describe('ONNX and tfjs-wasm agree', () => {
   for (const embedding of EMBEDDINGS) {

@@ -29,7 +29,10 @@ export async function servedEmbedders(inferenceUrl: string): Promise<ServedEmbed
   return body.embedders;
 }
 
-/** Each name's longest slug: `objects-` + slug + `-` + 8 hex stays within 32 characters, Vectorize's prefix aside. */
+/**
+ * Each name's longest slug: `objects-` + slug + `-` + 8 hex is at most 32 characters, short enough for the local
+ * index and, behind the environment's prefix (`image-search-`), for Vectorize's 64-byte index names.
+ */
 const SLUG_LENGTH = 15;
 
 /**

@@ -41,6 +41,10 @@ export type SimilarQuery = {
 /** Cosine similarity as the spec's score: 1.0 for an identical image, down to 0.0 (docs/decisions.md). */
 export const toScore = (cosine: number): number => Math.min(1, Math.max(0, cosine));
 
+/**
+ * `score`: the raw cosine, which ranks; the answer's score is clamped (toScore) only when shown and held to the score
+ * range, since a text's cosines with unrelated images are often below 0 (SigLIP) and must still rank.
+ */
 type Candidate = { imageId: number; score: number; fromObject: boolean };
 type Ranked = { image: ImageSummary; score: number };
 
@@ -68,7 +72,7 @@ async function candidates(env: Env, query: SimilarQuery, search: SearchOptions, 
   const options = { topK: depth, namespace: query.appId, ...(pushed ? { filter: pushed } : {}) };
   if (query.space === 'color') {
     const found = await colorVectors(env).query(query.vector, options);
-    return found.map((match) => ({ imageId: imageIdOfVector(match.id), score: toScore(match.score), fromObject: false }));
+    return found.map((match) => ({ imageId: imageIdOfVector(match.id), score: match.score, fromObject: false }));
   }
   const [wholeImages, objects] = await Promise.all([
     imageVectors(env, query.embedModel).query(query.vector, options),
@@ -79,8 +83,8 @@ async function candidates(env: Env, query: SimilarQuery, search: SearchOptions, 
         : [],
   ]);
   return [
-    ...wholeImages.map((match) => ({ imageId: imageIdOfVector(match.id), score: toScore(match.score), fromObject: false })),
-    ...objects.map((match) => ({ imageId: imageIdOfVector(match.id), score: toScore(match.score), fromObject: true })),
+    ...wholeImages.map((match) => ({ imageId: imageIdOfVector(match.id), score: match.score, fromObject: false })),
+    ...objects.map((match) => ({ imageId: imageIdOfVector(match.id), score: match.score, fromObject: true })),
   ];
 }
 
@@ -152,10 +156,10 @@ export async function searchSimilar(env: Env, query: SimilarQuery, options: Sear
   for (const candidate of found) {
     const image = images.get(candidate.imageId);
     if (!image || !admissible(candidate, image, query) || !matches(options.filter, image.metadata)) continue;
-    if ((best.get(image.id)?.score ?? -1) < candidate.score) best.set(image.id, { image, score: candidate.score });
+    if ((best.get(image.id)?.score ?? -Infinity) < candidate.score) best.set(image.id, { image, score: candidate.score });
   }
   // An image's score is its best match's (its whole picture's or an object's): the score range is held to that.
-  const inRange = ({ score }: Ranked) => score >= options.scoreRange.min && score <= options.scoreRange.max;
+  const inRange = ({ score }: Ranked) => toScore(score) >= options.scoreRange.min && toScore(score) <= options.scoreRange.max;
   let ranked = [...best.values()].filter(inRange).sort((a, b) => b.score - a.score || a.image.id - b.image.id).slice(0, MAX_RESULTS);
   if (options.dedup) ranked = dedup(ranked, options.dedup.threshold);
 
@@ -165,7 +169,7 @@ export async function searchSimilar(env: Env, query: SimilarQuery, options: Sear
   const facets = options.facets ? { facets: facetsOf(ranked.map(({ image }) => image.metadata), options.facets) } : {};
   const item = (shownMetadata: Map<number, ImageMetadata>) => ({ image, score }: Ranked): ResultItem => ({
     im_name: image.im_name,
-    ...(options.withScore ? { score } : {}),
+    ...(options.withScore ? { score: toScore(score) } : {}),
     ...(options.fields ? { value_map: toValueMap(shownMetadata.get(image.id) ?? {}, options.fields) } : {}),
   });
 

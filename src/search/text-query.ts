@@ -26,13 +26,15 @@ export const STEERING_TEXT = {
 };
 
 /**
- * `q`, trimmed; undefined when absent or blank, which `/textsearch` (`required`) refuses. Read before anything is
- * downloaded or embedded.
+ * `q`, its whitespace collapsed; undefined when absent or blank, which `/textsearch` (`required`) refuses. Read
+ * before anything is downloaded or embedded.
  */
 export function readQueryText(params: RequestParams, options: { required: true }): string;
 export function readQueryText(params: RequestParams, options: { required: false }): string | undefined;
 export function readQueryText(params: RequestParams, { required }: { required: boolean }): string | undefined {
-  const text = params.string('q')?.trim();
+  // Runs of whitespace as one space, as the tokenizers read them: a form body would turn each line break into two
+  // characters on the way to the service, past the length checked here.
+  const text = params.string('q')?.replace(/\s+/g, ' ').trim();
   if (!text) {
     if (required) throw invalidParameter('q is required: the text to search by.');
     return undefined;

@@ -59,6 +59,14 @@ describe('search by text on a model that reads text', () => {
     expect(names(postedBody)[0]).toBe('blue');
   });
 
+  it('ranks by the cosine where it is below 0 too, though the score shown is clamped to 0', async () => {
+    // Against CLIP's mean and std, red's vector meets blue's at cosine -0.36 and green's at -0.53: both show 0, and
+    // blue, the nearer, comes before green (inserted before it, green would come first on equal scores).
+    const { body } = await textsearch(app, 'q=red&score=true');
+    expect(names(body)).toEqual(['red', 'blue', 'green']);
+    expect(body.result.slice(1).map((item) => item.score)).toEqual([0, 0]);
+  });
+
   it('takes the advanced parameters and paging of /search', async () => {
     expect(names((await textsearch(app, 'q=red&fq=brand:other')).body)).toEqual(['blue']);
     expect(names((await textsearch(app, 'q=red&score_min=0.5')).body)).toEqual(['red']);

@@ -71,9 +71,6 @@ export class SpecEmbedder implements Embedder {
   }
 }
 
-/** The built-in embedder's class by its first name: `new Embedder(spec, sessions)`. */
-export const Embedder = SpecEmbedder;
-
 /**
  * Loads an embedder's networks and warms them. On a scheduled runtime (models/registry.ts) concurrent embeddings
  * (several requests', or one image's views and object crops) share engine runs.

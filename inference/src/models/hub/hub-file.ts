@@ -72,8 +72,8 @@ async function fileMeta(hub: HubRepo, commit: string, name: string): Promise<Fil
     if (!response.ok && !redirect) throw new Error(`hf:${hub.repo}@${hub.revision}: ${hub.endpoint} answered HTTP ${response.status} for ${name}`);
     const etag = (response.headers.get('x-linked-etag') ?? response.headers.get('etag') ?? '').replace(/^W\//, '').replaceAll('"', '');
     const size = Number(response.headers.get('x-linked-size') ?? response.headers.get('content-length') ?? NaN);
-    // The ETag names a file in blobs/: nothing but a plain name.
-    if (!/^[\w.-]+$/.test(etag) || !Number.isSafeInteger(size) || size < 0) {
+    // The ETag names a file in blobs/: a git blob sha or an LFS sha256, nothing a path could be made of.
+    if (!/^([0-9a-f]{40}|[0-9a-f]{64})$/.test(etag) || !Number.isSafeInteger(size) || size < 0) {
       throw new Error(`hf:${hub.repo}@${hub.revision}: ${hub.endpoint} gave no usable ETag and size for ${name}`);
     }
     return { etag, size, url: redirect ? new URL(location, url).href : url };
@@ -93,7 +93,12 @@ async function download(hub: HubRepo, name: string, meta: FileMeta, blob: string
   if (!(response.status === 200 || (resume && response.status === 206)) || !response.body) {
     throw new Error(`hf:${hub.repo}@${hub.revision}: HTTP ${response.status} downloading ${name} from ${new URL(meta.url).origin}`);
   }
-  // A 206 continues the kept bytes; a 200 is the whole file again.
+  // A 206 continues the kept bytes, if it starts where they end; a 200 is the whole file again.
+  if (response.status === 206 && !new RegExp(`^bytes ${kept}-`).test(response.headers.get('content-range') ?? '')) {
+    await response.body.cancel();
+    await rm(partial, { force: true });
+    throw new Error(`hf:${hub.repo}@${hub.revision}: ${name} resumed at another offset than ${kept} (the next try starts it again)`);
+  }
   let got = response.status === 206 ? kept : 0;
   const file = await open(partial, response.status === 206 ? 'a' : 'w');
   let logged = -Infinity;

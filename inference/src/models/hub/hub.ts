@@ -83,7 +83,9 @@ const listingFile = (hub: HubRepo, commit: string) => path.join(hub.storage, '.l
 const refFile = (hub: HubRepo) => path.join(hub.storage, 'refs', ...hub.revision.split('/'));
 
 async function cachedListing(hub: HubRepo): Promise<{ commit: string; names: string[] } | undefined> {
-  const commit = COMMIT.test(hub.revision) ? hub.revision : existsSync(refFile(hub)) ? (await readFile(refFile(hub), 'utf8')).trim() : undefined;
+  const cached = existsSync(refFile(hub)) ? (await readFile(refFile(hub), 'utf8')).trim() : undefined;
+  // A ref names a snapshot folder: only a commit is taken from it.
+  const commit = COMMIT.test(hub.revision) ? hub.revision : cached !== undefined && COMMIT.test(cached) ? cached : undefined;
   if (commit && existsSync(listingFile(hub, commit))) return { commit, names: JSON.parse(await readFile(listingFile(hub, commit), 'utf8')) };
   return undefined;
 }

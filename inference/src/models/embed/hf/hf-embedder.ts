@@ -85,7 +85,8 @@ export async function hfModelId(files: ModelFiles, visionFile: string, output: s
     sourcePart = files.source;
   } else {
     const hash = createHash('sha256');
-    for (const name of [visionFile, `${visionFile}_data`, 'preprocessor_config.json'].filter((name) => files.names.includes(name))) {
+    // config.json too: its model_type picks preprocessing defaults, and its register tokens what `mean` averages.
+    for (const name of [visionFile, `${visionFile}_data`, 'config.json', 'preprocessor_config.json'].filter((name) => files.names.includes(name))) {
       for await (const chunk of createReadStream(await files.localPath(name))) hash.update(chunk as Buffer);
     }
     sourcePart = `${path.basename(files.source)}@sha256-${hash.digest('hex').slice(0, 8)}`;
@@ -112,7 +113,7 @@ export class HfEmbedder implements Embedder {
     modelId: string,
     dim: number,
     vision: { session: OnnxFileSession; image: ImageProcessing; readout: VisionReadout },
-    text?: { session: OnnxFileSession; tokenizer: TextTokenizer; output: string },
+    text?: TextTower,
   ) {
     this.modelId = modelId;
     this.dim = dim;
@@ -135,13 +136,19 @@ export class HfEmbedder implements Embedder {
   }
 }
 
-async function embedText(text: { session: OnnxFileSession; tokenizer: TextTokenizer; output: string }, input: string, dim: number): Promise<Float32Array> {
+/**
+ * A loaded text tower. `attendsPadding`: every position is attended, the padding too, as transformers runs SigLIP
+ * (its processor gives no attention mask, and its pooled token is the last position, a pad token).
+ */
+type TextTower = { session: OnnxFileSession; tokenizer: TextTokenizer; output: string; attendsPadding: boolean };
+
+async function embedText(text: TextTower, input: string, dim: number): Promise<Float32Array> {
   const { ids, mask } = text.tokenizer.encode(input);
   const shape = [1, ids.length];
   const feeds = new Map<string, { data: BigInt64Array; shape: number[] }>();
   for (const { name } of text.session.inputs) {
     if (name === 'input_ids') feeds.set(name, { data: ids, shape });
-    else if (name === 'attention_mask') feeds.set(name, { data: mask, shape });
+    else if (name === 'attention_mask') feeds.set(name, { data: text.attendsPadding ? new BigInt64Array(ids.length).fill(1n) : mask, shape });
     else if (name === 'token_type_ids') feeds.set(name, { data: new BigInt64Array(ids.length), shape });
     else if (name === 'position_ids') feeds.set(name, { data: BigInt64Array.from(ids, (_, i) => BigInt(i)), shape });
   }
@@ -210,7 +217,7 @@ export async function loadHfEmbedder(runtime: Runtime, files: ModelFiles, option
   const declared = declaredDim(vision.outputs.find(({ name }) => name === readout.output)!, readout);
   if (declared !== undefined) checkDim(declared, label);
 
-  let text: { session: OnnxFileSession; tokenizer: TextTokenizer; output: string } | undefined;
+  let text: TextTower | undefined;
   if (plan.textFile) {
     const tokenizer = await loadTextTokenizer(files, family, plan.config);
     const textLabel = `${where} ${plan.textFile}`;
@@ -219,7 +226,7 @@ export async function loadHfEmbedder(runtime: Runtime, files: ModelFiles, option
     if (!output) throw new Error(`${textLabel} has no output ${family.text!.output} (its outputs: ${session.outputs.map(({ name }) => name).join(', ')})`);
     checkFloat32(output, textLabel);
     checkTextInputs(session.inputs, textLabel);
-    text = { session, tokenizer, output: output.name };
+    text = { session, tokenizer, output: output.name, attendsPadding: family.text!.padToMaxLength };
   }
 
   // The first run initialises every kernel (pay for it before serving) and tells the length where the file leaves

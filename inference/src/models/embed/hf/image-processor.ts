@@ -138,11 +138,12 @@ async function resizedAndCropped(pixels: RgbPixels, processing: ImageProcessing)
 /** A centre crop of raw RGB, padded with black on the sides where the crop is larger (transformers' `center_crop`). */
 function centreOnBlack(data: Buffer, width: number, height: number, crop: Size): Buffer {
   const out = Buffer.alloc(crop.width * crop.height * 3);
-  // Source offset where the image is larger, destination offset where the crop is.
+  // Source offset where the image is larger (rounded down), destination offset where the crop is (rounded up, as
+  // transformers pads: ceil of half the difference).
   const sx = Math.max(0, (width - crop.width) >> 1);
   const sy = Math.max(0, (height - crop.height) >> 1);
-  const dx = Math.max(0, (crop.width - width) >> 1);
-  const dy = Math.max(0, (crop.height - height) >> 1);
+  const dx = Math.max(0, (crop.width - width + 1) >> 1);
+  const dy = Math.max(0, (crop.height - height + 1) >> 1);
   const columns = Math.min(width, crop.width);
   const rows = Math.min(height, crop.height);
   for (let y = 0; y < rows; y++) {

@@ -12,7 +12,10 @@ import type { Family } from './families.ts';
 /** What a text tower is fed: token ids and their attention mask, [1, length] each. */
 export type TextInputs = { readonly ids: BigInt64Array; readonly mask: BigInt64Array };
 
-/** tokenizer_config.json's model_max_length when a tokenizer sets none (transformers' VERY_LARGE_INTEGER). */
+/**
+ * Past this, tokenizer_config.json's model_max_length is taken as unset: transformers writes its VERY_LARGE_INTEGER
+ * (1e30) there when a tokenizer has no length of its own.
+ */
 const UNSET_LENGTH = 1e15;
 
 export class TextTokenizer {
