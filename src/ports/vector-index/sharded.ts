@@ -4,7 +4,7 @@ import type { VectorIndex, VectorMatch, VectorRecord } from './types';
  * Depth past Vectorize's topK cap of 100: each namespace is spread over `shards` sub-namespaces by a hash of the
  * vector id, a query asks every shard for its top k and merges them. The merge is the exact top k whenever no shard
  * holds more than 100 of it; with 16 shards and k = 1000 a shard holds 62.5 on average (σ ≈ 7.7), so more than 100
- * is a 4.9σ event (about 10⁻⁶ a shard). `test/worker/sharded-index.test.ts` measures the recall.
+ * is a 4.9σ event (about 10⁻⁶ a shard). `test/unit/sharded-index.test.ts` measures the recall.
  */
 export function shardedIndex(base: VectorIndex, shards: number): VectorIndex {
   const shardOf = (id: string): number => {
