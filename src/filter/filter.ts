@@ -1,5 +1,5 @@
 import type { SchemaField } from '../storage/apps';
-import { fieldValue, type ImageMetadata } from '../storage/images';
+import { fieldValue, type ImageMetadata } from '../storage/metadata';
 import { FilterError } from './errors';
 import { evaluate } from './expr';
 import { parseCondition, splitFq } from './parser';

@@ -4,7 +4,7 @@ import { DATA_ERRORS, lengthExceeded, wrongDataType, type DataError } from '../h
 import type { RequestParams } from '../http/params';
 import type { SchemaField } from '../storage/apps';
 import { oversizedVectorField } from '../storage/vectors';
-import type { ImageMetadata } from '../storage/images';
+import type { ImageMetadata } from '../storage/metadata';
 import type { InsertItem } from '../storage/transactions';
 import { indexedParams } from './data-params';
 import { DECIMAL_TEXT, INTEGER_TEXT } from '../number-text';

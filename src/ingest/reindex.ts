@@ -12,7 +12,8 @@ import type { Env } from '../env';
 import { inference } from '../ports/inference';
 import { UndecodableImageError, UnknownEmbedModelError } from '../ports/inference/types';
 import { getSchema, type SchemaField } from '../storage/apps';
-import { getImagesByIds, type ImageMetadata } from '../storage/images';
+import { getImagesByIds } from '../storage/images';
+import type { ImageMetadata } from '../storage/metadata';
 import {
   advanceReindex,
   failReindex,

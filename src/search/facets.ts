@@ -1,5 +1,5 @@
 import type { SchemaField } from '../storage/apps';
-import { fieldValue, type ImageMetadata } from '../storage/images';
+import { fieldValue, type ImageMetadata } from '../storage/metadata';
 
 /** docs/decisions.md: value counts for string fields, the range for numeric ones. */
 export type Facet =

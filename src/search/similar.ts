@@ -1,7 +1,8 @@
 import type { Env } from '../env';
 import { matches, pushDown, type Condition, type Filter } from '../filter';
 import type { VectorFilter } from '../ports/vector-index/types';
-import { fieldValue, getImagesByIds, type ImageMetadata, type ImageSummary } from '../storage/images';
+import { getImagesByIds, type ImageSummary } from '../storage/images';
+import { fieldValue, type ImageMetadata } from '../storage/metadata';
 import { canPushDown, OBJECT_TYPE_KEY, parseMetadataIndexes, vectorMetadataKey, type MetadataIndexes, type MetadataIndexKind } from '../storage/vector-metadata';
 import { colorVectors, imageIdOfVector, imageVectors, objectVectors } from '../storage/vectors';
 import { facetsOf, type Facet } from './facets';

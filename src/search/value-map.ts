@@ -1,7 +1,7 @@
 import { readParam } from '../http/param-schema';
 import type { RequestParams } from '../http/params';
 import type { SchemaField } from '../storage/apps';
-import { fieldValue, type ImageMetadata } from '../storage/images';
+import { fieldValue, type ImageMetadata } from '../storage/metadata';
 import { ADVANCED } from './advanced';
 
 /**

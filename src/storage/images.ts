@@ -1,18 +1,9 @@
 import type { PaletteColor } from '../ports/inference/types';
 import { formatTimestamp } from '../time';
+import type { ImageMetadata } from './metadata';
 import { retireLiveVersions, retireUnlessLive } from './retired';
 import { forgetNumbers, NUMBER_TAKEN, takeNumber } from './sequence';
 import { recordStaleVectors } from './stale-vectors';
-
-/** Metadata as the schema types it: numbers for int and float fields, strings for string and text fields. */
-export type ImageMetadata = Record<string, string | number>;
-
-/**
- * A field's value, if the image has one. Own properties only: a field may be named `toString` or `constructor`, and
- * an image without a value for it must not read Object.prototype's.
- */
-export const fieldValue = (metadata: ImageMetadata, field: string): string | number | undefined =>
-  Object.hasOwn(metadata, field) ? metadata[field] : undefined;
 
 export type ImageRow = {
   id: number;

@@ -1,6 +1,6 @@
 import { formatTimestamp } from '../time';
 import { forgetNumbers, NUMBER_TAKEN, takeNumber } from './sequence';
-import type { ImageMetadata } from './images';
+import type { ImageMetadata } from './metadata';
 import { LIMIT_PASSED, LimitReached, limitParams, type InsertLimit, type InsertLimits } from './usage';
 
 /**

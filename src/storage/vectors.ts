@@ -6,7 +6,7 @@ import { embedModelIndexesOf, embedModels } from './embed-models';
 import { metadataBytes, VECTORIZE_LIMITS } from '../ports/vector-index/limits';
 import type { VectorIndex, VectorMetadata } from '../ports/vector-index/types';
 import type { SchemaField } from './apps';
-import { fieldValue, type ImageMetadata } from './images';
+import { fieldValue, type ImageMetadata } from './metadata';
 import { isCarriedByVectors, OBJECT_TYPE_KEY, vectorMetadataKey } from './vector-metadata';
 
 /**

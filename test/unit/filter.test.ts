@@ -17,7 +17,7 @@ import {
   type Filter,
 } from '../../src/filter';
 import type { SchemaField } from '../../src/storage/apps';
-import type { ImageMetadata } from '../../src/storage/images';
+import type { ImageMetadata } from '../../src/storage/metadata';
 
 const SCHEMA: SchemaField[] = [
   { name: 'tag', type: 'text', searchable: true },
