@@ -99,7 +99,7 @@ async function chooseModel(): Promise<LoadedModel> {
   // A first start on an hf: model downloads it before the service is ready: minutes.
   const service = await startInference(port, { secret, ...(process.env.INFERENCE_EMBED_MODELS && { timeoutMs: 30 * 60_000 }) });
   try {
-    const loaded = await loadedEmbedModels(`http://127.0.0.1:${port}`, secret);
+    const loaded = await loadedEmbedModels(`http://127.0.0.1:${port}`);
     const named = namesOf(args['embed-model'] === undefined ? [] : [args['embed-model']]);
     if (named.length > 1) throw new Error(`--embed-model: one model at a time, got ${named.join(', ')}`);
     return named.length === 0 ? loaded[0]! : chooseEmbedModels(loaded, named)[0]!;

@@ -120,8 +120,8 @@ async function main(): Promise<void> {
  * of wrangler.toml's EMBED_MODELS), each labelled by its dimensions (with its position after them where two share
  * dimensions); `--embed-model` (and `--models`) keep those they name, and refuse a model not loaded.
  */
-async function selectedModels({ inferenceUrl, inferenceSecret }: LocalStack): Promise<EmbedModel[]> {
-  const loaded = await loadedEmbedModels(inferenceUrl, inferenceSecret);
+async function selectedModels({ inferenceUrl }: LocalStack): Promise<EmbedModel[]> {
+  const loaded = await loadedEmbedModels(inferenceUrl);
   const named = namesOf([...(args['embed-model'] ?? []), ...(args.models === undefined ? [] : [args.models])]);
   if (args['embed-model'] === undefined && args.models === undefined) return loaded;
   if (named.length === 0) throw new Error('--embed-model: name at least one model');

@@ -1,6 +1,5 @@
-import sharp from 'sharp';
-import { predictForm } from '../../inference/src/contract.ts';
 import { embedModelEntries, type EmbedModelEntry } from '../../inference/src/models/registry.ts';
+import { servedEmbedders } from './served-models.ts';
 
 /**
  * Which embedding models `npm run eval` and `npm run bench` measure (`--embed-model`): those the inference service
@@ -15,10 +14,10 @@ export type LoadedModel = {
   entry: EmbedModelEntry;
   /** The entry as written. */
   entryName: string;
-  /** Its vectors' length, as /health reports it (else from one embedding of a plain picture). */
+  /** Its vectors' length, as /health reports it. */
   dimensions: number;
-  /** Whether it embeds text too (a CLIP or SigLIP with its text tower); undefined where /health does not say. */
-  text: boolean | undefined;
+  /** Whether it embeds text too (a CLIP or SigLIP with its text tower). */
+  text: boolean;
   /** The tables' short name: its dimensions, with its position among the loaded models where two share them. */
   label: string;
   /** The service's default, INFERENCE_EMBED_MODELS's first. */
@@ -30,40 +29,26 @@ const entryNameOf = (entry: EmbedModelEntry): string => (entry.kind === 'built-i
 /**
  * The models the service at `inferenceUrl` loaded, in INFERENCE_EMBED_MODELS's order, each with the entry it came
  * from (this process's environment is the service's: scripts/lib/inference-process.ts passes it on), its dimensions
- * and whether it reads text, as the service reports them.
+ * and whether it reads text, as its /health reports them (servedEmbedders).
  */
-export async function loadedEmbedModels(inferenceUrl: string, secret: string): Promise<LoadedModel[]> {
-  const response = await fetch(`${inferenceUrl}/health`);
-  const health = (await response.json()) as { embed_models?: string[]; embedders?: { id: string; dim: number; text: boolean }[] };
-  const ids = health.embed_models ?? [];
+export async function loadedEmbedModels(inferenceUrl: string): Promise<LoadedModel[]> {
+  const served = await servedEmbedders(inferenceUrl);
   const entries = embedModelEntries();
-  if (ids.length === 0 || ids.length !== entries.length) {
-    throw new Error(`the inference service lists ${ids.length} embedding models (${ids.join(', ')}) for ${entries.length} INFERENCE_EMBED_MODELS entries`);
+  if (served.length !== entries.length) {
+    throw new Error(`the inference service lists ${served.length} embedding models (${served.map(({ id }) => id).join(', ')}) for ${entries.length} INFERENCE_EMBED_MODELS entries`);
   }
-  const reported = new Map((health.embedders ?? []).map((embedder) => [embedder.id, embedder]));
-  const dimensions: number[] = [];
-  for (const id of ids) dimensions.push(reported.get(id)?.dim ?? (await probeDimensions(inferenceUrl, secret, id)));
-  return ids.map((id, index) => {
-    const shared = dimensions.filter((other) => other === dimensions[index]).length > 1;
+  return served.map(({ id, dim, text }, index) => {
+    const shared = served.filter((other) => other.dim === dim).length > 1;
     return {
       id,
       entry: entries[index]!,
       entryName: entryNameOf(entries[index]!),
-      dimensions: dimensions[index]!,
-      text: reported.get(id)?.text,
-      label: shared ? `${dimensions[index]}d#${index + 1}` : `${dimensions[index]}d`,
+      dimensions: dim,
+      text,
+      label: shared ? `${dim}d#${index + 1}` : `${dim}d`,
       isDefault: index === 0,
     };
   });
-}
-
-/** A service that does not report its embedders' dimensions: the length of one embedding of a plain grey picture. */
-async function probeDimensions(inferenceUrl: string, secret: string, id: string): Promise<number> {
-  const probe = new Uint8Array(await sharp({ create: { width: 256, height: 256, channels: 3, background: '#808080' } }).png().toBuffer());
-  const answer = await fetch(`${inferenceUrl}/predict`, { method: 'POST', body: predictForm(probe, ['embed'], { embedModel: id }), headers: { authorization: `Bearer ${secret}` } });
-  const body = (await answer.json()) as { embed?: { dim: number } };
-  if (!answer.ok || !body.embed) throw new Error(`the inference service could not embed with ${id}: HTTP ${answer.status} ${JSON.stringify(body)}`);
-  return body.embed.dim;
 }
 
 /**

@@ -91,6 +91,23 @@ const appModel = async (app: Credentials): Promise<string> => {
   return (await response.json<{ embed_model: string }>()).embed_model;
 };
 
+
+/**
+ * Runs a reindex's steps around a held delivery: until the application moved and the reindex ended or waits (twice)
+ * for something, then lets the delivery go and runs the steps to the end.
+ */
+async function reindexAround(app: Credentials, first: number, held: { release: () => void; delivered: Promise<unknown> }): Promise<void> {
+  let step: ReindexStep = { next: 'now', step: first };
+  for (let waits = 0; step.next !== 'ended' && waits < 2; ) {
+    step = await continueReindex(env, app.app_id, step.step);
+    if (step.next === 'wait' && (await appModel(app)) === NEW_MODEL) waits++;
+  }
+  expect(await appModel(app)).toBe(NEW_MODEL);
+  held.release();
+  await held.delivered;
+  while (step.next !== 'ended') step = await continueReindex(env, app.app_id, step.step);
+}
+
 async function newCatalog(name: string, files = IMAGES): Promise<Credentials> {
   const app = await createApp(name, [{ name: 'brand', type: 'string', searchable: true }]);
   const status = await insertAndWait(app, catalog(files));
@@ -313,16 +330,7 @@ describe('reindex', () => {
     const delivered = worker.queue(batch, { ...env, BLOBS: held });
     await stored;
 
-    // Steps until the application moved and the reindex either ended or waits (twice) for something.
-    let step: ReindexStep = { next: 'now', step: started!.step };
-    for (let waits = 0; step.next !== 'ended' && waits < 2; ) {
-      step = await continueReindex(env, app.app_id, step.step);
-      if (step.next === 'wait' && (await appModel(app)) === NEW_MODEL) waits++;
-    }
-    expect(await appModel(app)).toBe(NEW_MODEL);
-    release();
-    await delivered;
-    while (step.next !== 'ended') step = await continueReindex(env, app.app_id, step.step);
+    await reindexAround(app, started!.step, { release, delivered });
 
     const late = (await liveImages(app)).find((image) => image.im_name === 'late')!;
     expect(late.embed_model).toBe(NEW_MODEL);
@@ -354,15 +362,7 @@ describe('reindex', () => {
     const delivered = worker.queue(batch, held);
     await read;
 
-    let step: ReindexStep = { next: 'now', step: started!.step };
-    for (let waits = 0; step.next !== 'ended' && waits < 2; ) {
-      step = await continueReindex(env, app.app_id, step.step);
-      if (step.next === 'wait' && (await appModel(app)) === NEW_MODEL) waits++;
-    }
-    expect(await appModel(app)).toBe(NEW_MODEL);
-    release();
-    await delivered;
-    while (step.next !== 'ended') step = await continueReindex(env, app.app_id, step.step);
+    await reindexAround(app, started!.step, { release, delivered });
 
     const updated = (await liveImages(app)).find((image) => image.im_name === IMAGES[0])!;
     const objectIds = Array.from({ length: updated.object_count }, (_, k) => `${updated.id}.${k}`);
