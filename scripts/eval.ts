@@ -4,13 +4,13 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { seededRandom } from '../inference/src/random.ts';
-import { IMAGES_DIR as IMAGES_DIR_DEFAULT } from '../test/fixtures/images.ts';
-import { freePort } from '../test/support/free-port.ts';
+import { IMAGES_DIR as IMAGES_DIR_DEFAULT } from '@edge-image-search/devtools/fixture-images';
+import { freePort } from '@edge-image-search/devtools/free-port';
 import { createApplication, imageNameOf, INSERT_BATCH, insertForm, waitForInsert, type AuthHeader } from './lib/api-client.ts';
 import { chooseEmbedModels, loadedEmbedModels, namesOf, type LoadedModel } from './lib/embed-model-choice.ts';
 import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
 import { loadDetectionTruth, FIXTURES_DIR, overall, precisionRecall, scoreImage, type Detected, type TypeCounts } from './lib/detection-truth.ts';
-import { flattenedOriginal, TRANSFORMS } from './lib/near-duplicates.ts';
+import { flattenedOriginal, TRANSFORMS } from '@edge-image-search/devtools/near-duplicates';
 import { ROOT } from './lib/wrangler-env.ts';
 
 /**

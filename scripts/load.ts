@@ -2,8 +2,8 @@ import { readdirSync, readFileSync, mkdirSync, rmSync, writeFileSync } from 'nod
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { seededRandom } from '../inference/src/random.ts';
-import { IMAGES_DIR, startFixtureServer } from '../test/support/fixture-server.ts';
-import { freePort } from '../test/support/free-port.ts';
+import { IMAGES_DIR, startFixtureServer } from '@edge-image-search/devtools/fixture-server';
+import { freePort } from '@edge-image-search/devtools/free-port';
 import { createApplication, insertForm, waitForInsert, type AuthHeader, type InsertStatus } from './lib/api-client.ts';
 import { quantile } from './lib/latency.ts';
 import { startLocalStack, type LocalStack } from './lib/local-stack.ts';

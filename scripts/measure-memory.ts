@@ -1,8 +1,8 @@
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { predictForm } from '../inference/src/contract.ts';
-import { IMAGES_DIR, startFixtureServer } from '../test/support/fixture-server.ts';
-import { freePort } from '../test/support/free-port.ts';
+import { predictForm } from '@edge-image-search/contract/wire';
+import { IMAGES_DIR, startFixtureServer } from '@edge-image-search/devtools/fixture-server';
+import { freePort } from '@edge-image-search/devtools/free-port';
 import type { AdminConfig } from './lib/admin-client.ts';
 import { createApplication, waitForInsert, type AuthHeader } from './lib/api-client.ts';
 import { startLocalStack, type LocalStack } from './lib/local-stack.ts';

@@ -19,7 +19,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import sharp from 'sharp';
-import { IMAGES_DIR } from '../../test/fixtures/images.ts';
+import { IMAGES_DIR } from '@edge-image-search/devtools/fixture-images';
 import { decodeImage } from '../src/image/decode.ts';
 import { embedViews, MOBILENET_V2_NETWORK, pooledOverViews } from '../src/models/embed/features.ts';
 import { l2Normalize } from '../src/models/embed/vector.ts';

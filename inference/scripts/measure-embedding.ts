@@ -13,7 +13,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
-import { flattenedOriginal, TRANSFORMS } from '../../scripts/lib/near-duplicates.ts';
+import { flattenedOriginal, TRANSFORMS } from '@edge-image-search/devtools/near-duplicates';
 import { decodeImage } from '../src/image/decode.ts';
 import type { ResizeFit } from '../src/image/resize.ts';
 import { wholeImage } from '../src/image/view.ts';
@@ -33,7 +33,7 @@ import {
   type Projection,
 } from './reduction-candidates.ts';
 
-import { IMAGES_DIR } from '../../test/fixtures/images.ts';
+import { IMAGES_DIR } from '@edge-image-search/devtools/fixture-images';
 /** The spec calls images under 100 px on both sides invalid; the service never embeds them. */
 const MIN_SIDE = 100;
 const SEED = 20240601;

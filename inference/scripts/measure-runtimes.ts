@@ -29,7 +29,7 @@ import { createOnnxRuntime } from '../src/runtime/onnxruntime.ts';
 import type { Float32Tensor, InferenceSession, Runtime } from '../src/runtime/runtime.ts';
 import { createTfjsWasmRuntime } from '../src/runtime/tfjs-wasm.ts';
 
-import { IMAGES_DIR } from '../../test/fixtures/images.ts';
+import { IMAGES_DIR } from '@edge-image-search/devtools/fixture-images';
 const BATCH = 8;
 
 /** One runtime's timings, ms per image. */

@@ -19,10 +19,10 @@ import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { decodeImage, type RgbPixels } from '../src/image/decode.ts';
 import { loadColorsTask } from '../src/models/colors/colors-task.ts';
-import type { PaletteColor } from '../src/contract.ts';
+import type { PaletteColor } from '@edge-image-search/contract/wire';
 import { analyzeColors, dominantColors } from '../src/models/colors/palette.ts';
 
-import { IMAGES_DIR } from '../../test/fixtures/images.ts';
+import { IMAGES_DIR } from '@edge-image-search/devtools/fixture-images';
 const { values } = parseArgs({ options: { repeat: { type: 'string', default: '5' }, quiet: { type: 'boolean', default: false } } });
 const repeat = Math.max(1, Number(values.repeat));
 

@@ -27,7 +27,7 @@ import { loadEmbedder } from '../src/models/embed/embedder.ts';
 import { builtInSpec, modelSetFromEnv } from '../src/models/registry.ts';
 import { createRuntime } from '../src/runtime/select.ts';
 
-import { IMAGES_DIR } from '../../test/fixtures/images.ts';
+import { IMAGES_DIR } from '@edge-image-search/devtools/fixture-images';
 const { values } = parseArgs({
   options: { 'raw-min': { type: 'string', default: '0.15' }, labels: { type: 'string' } },
 });

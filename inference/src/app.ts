@@ -1,11 +1,11 @@
 /**
  * The service's routes on Hono: GET /health, GET /ready and POST /predict (inference/README.md, API). The form is
- * parsed by the wire contract's schema (contract.ts); every failure answers `{"error": {"code", "message"}}`.
+ * parsed by the wire contract's schema (contract/wire.ts); every failure answers `{"error": {"code", "message"}}`.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { FORM_ERROR_CODES, predictFormSchema, PRIORITIES, PRIORITY_HEADER, type ErrorBody, type Priority } from './contract.ts';
+import { FORM_ERROR_CODES, predictFormSchema, PRIORITIES, PRIORITY_HEADER, type ErrorBody, type Priority } from '@edge-image-search/contract/wire';
 import { ApiError } from './errors.ts';
 import { ImageDecodeError } from './image/decode.ts';
 import type { ModelRegistry } from './models/registry.ts';

@@ -1,4 +1,4 @@
-import type { Box, Prediction, PredictOptions, Task, TextPrediction } from './contract.ts';
+import type { Box, Prediction, PredictOptions, Task, TextPrediction } from '@edge-image-search/contract/wire';
 import { ApiError } from './errors.ts';
 import { decodeImage } from './image/decode.ts';
 import { clampBox, cropView, wholeImage, type ImageView } from './image/view.ts';

@@ -1,5 +1,5 @@
 /**
- * Interactive work first (contract.ts, PRIORITIES). A request's class travels with its async context to the two
+ * Interactive work first (contract/wire.ts, PRIORITIES). A request's class travels with its async context to the two
  * places where predictions meet: the engine (one PriorityGate per model set, models/registry.ts; the runtime also
  * reads the class, and ONNX runs bulk work on a thread the OS serves last) and image work (decoding and resizing on libuv's threads, IMAGE_WORK, one job a
  * core). At both, a waiting interactive job goes first; and while an interactive prediction is under way (serve),
@@ -9,7 +9,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { availableParallelism } from 'node:os';
-import type { Priority } from './contract.ts';
+import type { Priority } from '@edge-image-search/contract/wire';
 
 const context = new AsyncLocalStorage<Priority>();
 

@@ -12,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import type { RgbPixels } from '../src/image/decode.ts';
 import { cropPixels } from '../src/image/view.ts';
-import { deltaE, hexToLab, labToSrgb, srgbToLab, toHex } from '../src/models/colors/lab.ts';
+import { deltaE, hexToLab, labToSrgb, srgbToLab, toHex } from '@edge-image-search/contract/lab';
 import { analyzeColors, dominantColors } from '../src/models/colors/palette.ts';
 import { IMAGES_DIR, startServer, type PaletteColor, type RunningServer } from './harness.ts';
 

@@ -13,9 +13,9 @@ import { clampBox, cropView, type Box, type ImageView } from '../src/image/view.
 import { COCO_LABELS } from '../src/models/detect/coco-labels.ts';
 import type { Detection } from '../src/models/detect/detector.ts';
 import { DEFAULT_LABEL_MAP_FILE, LabelMapError, loadLabelMap, mappedTypes, type LabelMap } from '../src/models/detect/label-map.ts';
-import { MAX_DETECTED_OBJECTS } from '../src/contract.ts';
+import { MAX_DETECTED_OBJECTS } from '@edge-image-search/contract/wire';
 import { cropBoxWithMargin, selectObjects } from '../src/models/detect/objects.ts';
-import { iou } from '../src/models/detect/overlap.ts';
+import { iou } from '@edge-image-search/contract/boxes';
 import { PRODUCT_TYPES } from '../src/models/detect/product-types.ts';
 
 const MAP: LabelMap = new Map([

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
-import { iou } from '../src/models/detect/overlap.ts';
+import { iou } from '@edge-image-search/contract/boxes';
 import { GARMENT_LABELS } from '../src/models/pose/garments.ts';
 import { cosine, IMAGES_DIR, startServer, type Box, type DetectedObject, type RunningServer } from './harness.ts';
 

@@ -11,7 +11,7 @@ import {
   encodeBmp,
   FORMAT_VARIANTS,
   type RawPixels,
-} from '../../test/support/image-formats.ts';
+} from '@edge-image-search/devtools/image-formats';
 import { loadPixels, transparentCutOut } from './harness.ts';
 
 const OWN_FORMATS = new Set(['bmp', 'pnm', 'sunraster']);

@@ -7,15 +7,15 @@ import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
-import type { RawPixels } from '../../test/support/image-formats.ts';
-import { PRIORITY_HEADER, type ErrorBody, type Prediction } from '../src/contract.ts';
+import type { RawPixels } from '@edge-image-search/devtools/image-formats';
+import { PRIORITY_HEADER, type ErrorBody, type Prediction } from '@edge-image-search/contract/wire';
 
 const SERVER = path.resolve(import.meta.dirname, '../src/server.ts');
-import { IMAGES_DIR } from '../../test/fixtures/images.ts';
+import { IMAGES_DIR } from '@edge-image-search/devtools/fixture-images';
 
 export { IMAGES_DIR };
 
-export type { Box, DetectedObject, ErrorBody, PaletteColor } from '../src/contract.ts';
+export type { Box, DetectedObject, ErrorBody, PaletteColor } from '@edge-image-search/contract/wire';
 /** An answer as the tests read it: every task's result, or the error. */
 export type PredictBody = ErrorBody & Prediction;
 

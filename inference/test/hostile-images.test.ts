@@ -1,5 +1,5 @@
 /**
- * Hostile images (test/support/hostile-images.ts: bombs, expanding data, truncated and corrupt files of every format,
+ * Hostile images (devtools/hostile-images.ts: bombs, expanding data, truncated and corrupt files of every format,
  * lying content types, animated GIF and WebP, CMYK, 16-bit, grey, palette and alpha, EXIF orientation) posted to the
  * real service: each gets its error or a correct result, never a 5xx, and the service's memory stays bounded (read
  * from /proc: VmHWM, reset through clear_refs, is its peak resident memory).
@@ -16,7 +16,7 @@ import {
   SECOND_FRAME_COLOUR,
   type HostileGroup,
   type HostileImage,
-} from '../../test/support/hostile-images.ts';
+} from '@edge-image-search/devtools/hostile-images';
 import { cosine, IMAGES_DIR, png, startServer, type Box, type PredictBody, type RunningServer } from './harness.ts';
 
 const EMBED_DIM = 448;

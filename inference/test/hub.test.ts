@@ -8,7 +8,8 @@ import { existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, rmSync,
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
-import { DEFAULT_HUB_CACHE, hubModelFiles, hubSettingsFromEnv, parseHubRef, type HubSettings } from '../src/models/hub/hub.ts';
+import type { HubSettings } from '../src/models/hub/hub-file.ts';
+import { DEFAULT_HUB_CACHE, hubModelFiles, hubSettingsFromEnv, parseHubRef } from '../src/models/hub/hub.ts';
 import { COMMIT, CONFIG, CONFIG_ETAG, MODEL, MODEL_ETAG, OLD_REPO, REPO, startFakeHub, unreachableEndpoint, type FakeHub } from './hub-server.ts';
 
 const MODEL_FILE = 'onnx/model.onnx';

@@ -1,5 +1,5 @@
 /**
- * Every spec format, in the variants real files use (test/support/image-formats.ts),
+ * Every spec format, in the variants real files use (devtools/image-formats.ts),
  * made from real images and posted to the real service: the reported size and
  * format must be right and the embedding must match that of the same pixels
  * posted as PNG.
@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { encodeBmp, encodePnm, FORMAT_VARIANTS, type RawPixels } from '../../test/support/image-formats.ts';
+import { encodeBmp, encodePnm, FORMAT_VARIANTS, type RawPixels } from '@edge-image-search/devtools/image-formats';
 import { cosine, loadPixels, png, startServer, transparentCutOut, type RunningServer } from './harness.ts';
 
 /**

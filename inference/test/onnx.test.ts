@@ -23,7 +23,7 @@ import { MOBILENET_V2_NODES, MOBILENET_V2_SOURCE, toMobileNetV2Input } from '../
 import { l2Normalize } from '../src/models/embed/vector.ts';
 import { float32s, type WhiteningFile } from '../src/models/embed/whitening.ts';
 import { convertTfjsGraph } from '../scripts/onnx-converter/convert.ts';
-import type { Priority } from '../src/contract.ts';
+import type { Priority } from '@edge-image-search/contract/wire';
 import { withPriority } from '../src/priority.ts';
 import { createOnnxRuntime } from '../src/runtime/onnxruntime.ts';
 import type { Float32Tensor, InferenceSession, ModelSource, Runtime } from '../src/runtime/runtime.ts';

@@ -1,5 +1,5 @@
 /**
- * `POST /predict` with a `text` field (contract.ts): the service on a tiny CLIP folder (tiny-models.ts, whose text
+ * `POST /predict` with a `text` field (contract/wire.ts): the service on a tiny CLIP folder (tiny-models.ts, whose text
  * tower maps a colour word to that colour's image vector) beside mobilenet-v2, which reads no text.
  */
 import assert from 'node:assert/strict';
@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { MAX_TEXT_LENGTH, textForm } from '../src/contract.ts';
+import { MAX_TEXT_LENGTH, textForm } from '@edge-image-search/contract/wire';
 import { MOBILENET_V2_EMBEDDER } from '../src/models/embed/embedder-specs.ts';
 import { cosine, png, startServer, type PredictBody, type RunningServer } from './harness.ts';
 import { channelValues, CLIP_MEAN, CLIP_STD, COLOURS, unit, writeClip } from './tiny-models.ts';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { before, test } from 'node:test';
-import { PEOPLE_DIR } from '../../test/fixtures/images.ts';
+import { PEOPLE_DIR } from '@edge-image-search/devtools/fixture-images';
 import { decodeImage, type RgbPixels } from '../src/image/decode.ts';
 import type { Box } from '../src/image/view.ts';
 import { loadCenterNet } from '../src/models/detect/centernet.ts';

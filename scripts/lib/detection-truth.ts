@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { iou } from '../../inference/src/models/detect/overlap.ts';
+import { iou } from '@edge-image-search/contract/boxes';
 import { ROOT } from './wrangler-env.ts';
 
 /**

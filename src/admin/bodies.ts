@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_EMBED_MODEL_ID } from '../../inference/src/contract';
+import { MAX_EMBED_MODEL_ID } from '@edge-image-search/contract/wire';
 import { FIELD_TYPES } from '../storage/apps';
 
 // The admin API's path parameter and JSON bodies (docs/decisions.md): its routes (routes/admin.ts) check them,

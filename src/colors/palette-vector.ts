@@ -9,7 +9,7 @@
  * Colours go to Lab by the inference service's own conversion, the one its palettes are measured in.
  */
 
-import { hexToLab } from '../../inference/src/models/colors/lab';
+import { hexToLab } from '@edge-image-search/contract/lab';
 import type { PaletteColor } from '../ports/inference/types';
 import { PALETTE_GRID } from './palette-grid';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { HEX_COLOR } from '../../inference/src/models/colors/lab';
+import { HEX_COLOR } from '@edge-image-search/contract/lab';
 import { invalidParameter } from '../http/envelope';
 import { readParam } from '../http/param-schema';
 import type { RequestParams } from '../http/params';

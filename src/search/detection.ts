@@ -1,7 +1,7 @@
 import { choice, integer, readParam, text } from '../http/param-schema';
 import type { RequestParams } from '../http/params';
 import type { DetectedObject } from '../ports/inference/types';
-import { boxArea } from '../../inference/src/models/detect/overlap';
+import { boxArea } from '@edge-image-search/contract/boxes';
 import { contains, type Point } from './region';
 
 /** Spec 4.6 `detection`: `all`/`null` detect every type, a supported type that type, anything else: off. */

@@ -12,8 +12,8 @@ import {
   type DetectedObject,
   type PredictOptions,
 } from '../ports/inference/types';
-import { box, detectedObject } from '../../inference/src/contract';
-import { boxArea, intersectionArea, iou } from '../../inference/src/models/detect/overlap';
+import { box, detectedObject } from '@edge-image-search/contract/wire';
+import { boxArea, intersectionArea, iou } from '@edge-image-search/contract/boxes';
 import { keptObjects, type DetectionMode, type Sensitivity } from './detection';
 
 /** A searched area of the query image, with its embedding. */

@@ -9,8 +9,8 @@ import { insertForm, waitForInsert, type AuthHeader } from '../../scripts/lib/ap
 import { startLocalStack, type LocalStack } from '../../scripts/lib/local-stack.ts';
 import { ROOT } from '../../scripts/lib/wrangler-env.ts';
 import { launchChromium } from '../support/chromium.ts';
-import { IMAGES_DIR, startFixtureServer } from '../support/fixture-server.ts';
-import { freePort } from '../support/free-port.ts';
+import { IMAGES_DIR, startFixtureServer } from '@edge-image-search/devtools/fixture-server';
+import { freePort } from '@edge-image-search/devtools/free-port';
 
 /**
  * The web console end to end (`npm run test:browser`): the local stack on free ports with fresh state, a few shared

@@ -6,8 +6,8 @@ import { after, before, test } from 'node:test';
 import { adminRequest } from '../../scripts/lib/admin-client.ts';
 import { startLocalStack, type LocalStack } from '../../scripts/lib/local-stack.ts';
 import { ROOT } from '../../scripts/lib/wrangler-env.ts';
-import { IMAGES_DIR } from '../support/fixture-server.ts';
-import { freePort } from '../support/free-port.ts';
+import { IMAGES_DIR } from '@edge-image-search/devtools/fixture-server';
+import { freePort } from '@edge-image-search/devtools/free-port';
 
 /**
  * `npm run import` against the local stack (fresh state, free ports): a folder, a CSV with bad rows, a second run

@@ -11,8 +11,8 @@ import { insertForm, waitForInsert } from '../../scripts/lib/api-client.ts';
 import { startLocalStack, type LocalStack } from '../../scripts/lib/local-stack.ts';
 import { configuredEmbedModels, embedModelsFor, indexNamesOf } from '../../scripts/lib/served-models.ts';
 import { ROOT } from '../../scripts/lib/wrangler-env.ts';
-import { startFixtureServer } from '../support/fixture-server.ts';
-import { freePort } from '../support/free-port.ts';
+import { startFixtureServer } from '@edge-image-search/devtools/fixture-server';
+import { freePort } from '@edge-image-search/devtools/free-port';
 
 /**
  * INFERENCE_EMBED_MODELS as the one setting to choose models by: the local stack on a tiny CLIP folder and

@@ -6,8 +6,8 @@ import { build } from 'esbuild';
 import type { Browser, Page } from 'playwright-core';
 import { ROOT } from '../../scripts/lib/wrangler-env.ts';
 import { launchChromium } from '../support/chromium.ts';
-import { IMAGES_DIR } from '../support/fixture-server.ts';
-import { freePort } from '../support/free-port.ts';
+import { IMAGES_DIR } from '@edge-image-search/devtools/fixture-server';
+import { freePort } from '@edge-image-search/devtools/free-port';
 import type { ClientStack } from './stack.ts';
 
 /**

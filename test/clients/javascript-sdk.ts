@@ -4,8 +4,8 @@ import http from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { IMAGES_DIR } from '../support/fixture-server.ts';
-import { freePort } from '../support/free-port.ts';
+import { IMAGES_DIR } from '@edge-image-search/devtools/fixture-server';
+import { freePort } from '@edge-image-search/devtools/free-port';
 import type { ClientStack } from './stack.ts';
 
 /**

@@ -6,8 +6,8 @@ import { adminRequest, type AdminConfig } from '../../scripts/lib/admin-client.t
 import { insertForm, waitForInsert, type AuthHeader } from '../../scripts/lib/api-client.ts';
 import { startLocalStack, type LocalStack } from '../../scripts/lib/local-stack.ts';
 import { ROOT } from '../../scripts/lib/wrangler-env.ts';
-import { startFixtureServer } from '../support/fixture-server.ts';
-import { freePort } from '../support/free-port.ts';
+import { startFixtureServer } from '@edge-image-search/devtools/fixture-server';
+import { freePort } from '@edge-image-search/devtools/free-port';
 import { startInferenceProxy, type InferenceProxy } from '../support/inference-proxy.ts';
 
 /**

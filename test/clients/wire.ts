@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { IMAGES_DIR } from '../support/fixture-server.ts';
+import { IMAGES_DIR } from '@edge-image-search/devtools/fixture-server';
 
 /**
  * Requests as the official SDKs put them on the wire, built byte for byte (method, path and query string, content

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { TestProject } from 'vitest/node';
-import { startFixtureServer } from './fixture-server.ts';
-import { freePort } from './free-port.ts';
+import { startFixtureServer } from '@edge-image-search/devtools/fixture-server';
+import { freePort } from '@edge-image-search/devtools/free-port';
 import { FAULTS_INFERENCE_TIMEOUT_MS, startFaultyInference } from './inference-faults.ts';
 
 /** The fault tests' setup: as global-setup.ts, with the Worker's inference reached through the fault proxy. */

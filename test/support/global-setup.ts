@@ -3,10 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { textForm, textPredictionSchema } from '../../inference/src/contract.ts';
+import { textForm, textPredictionSchema } from '@edge-image-search/contract/wire';
 import { writeClip } from '../../inference/test/tiny-models.ts';
-import { startFixtureServer } from './fixture-server.ts';
-import { freePort } from './free-port.ts';
+import { startFixtureServer } from '@edge-image-search/devtools/fixture-server';
+import { freePort } from '@edge-image-search/devtools/free-port';
 import { startInference } from '../../scripts/lib/inference-process.ts';
 
 declare module 'vitest' {

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { env } from 'cloudflare:test';
-import { boxArea } from '../../inference/src/models/detect/overlap';
+import { boxArea } from '@edge-image-search/contract/boxes';
 import type { Box } from '../../src/ports/inference/types';
 import { contains } from '../../src/search/region';
 import {

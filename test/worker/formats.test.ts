@@ -4,7 +4,7 @@ import { createApp, fixtureUrl, insertAndWait, search, type Credentials } from '
 
 type Variant = { name: string; extension: string; format: string; lossy: boolean };
 
-/** Every format the spec lists, made from a real photo by the fixture server (`test/support/image-formats.ts`). */
+/** Every format the spec lists, made from a real photo by the fixture server (`devtools/image-formats.ts`). */
 const SOURCE = 'skimage_chelsea.jpg';
 const variants = await (await fetch(fixtureUrl('/variants'))).json<Variant[]>();
 const nameOf = (variant: Variant): string => `chelsea.${variant.name}`;

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { iou } from '../../inference/src/models/detect/overlap';
+import { iou } from '@edge-image-search/contract/boxes';
 import { createApp, discoversearch, fixtureUrl, imageBytes, insertAndWait, uploadsearch, type Credentials, type DiscoverBody } from './helpers';
 
 /**

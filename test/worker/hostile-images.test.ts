@@ -1,11 +1,11 @@
 /**
- * The hostile images of `test/support/hostile-images.ts` through the Worker: inserted by `im_url` (the fixture server
+ * The hostile images of `devtools/hostile-images.ts` through the Worker: inserted by `im_url` (the fixture server
  * serves each one, under its own content type) and uploaded to `/uploadsearch`. Each gets the spec's error for what
  * it is, or is inserted as the picture it shows, at its displayed size; the inference service keeps answering.
  */
 import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { iou } from '../../inference/src/models/detect/overlap';
+import { iou } from '@edge-image-search/contract/boxes';
 import {
   basicAuth,
   call,

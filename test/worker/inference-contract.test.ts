@@ -1,10 +1,10 @@
 /**
- * The wire contract with the inference service (inference/src/contract.ts), as the Worker uses it: the form it
+ * The wire contract with the inference service (contract/wire.ts), as the Worker uses it: the form it
  * builds is the one the real service reads, and an answer is trusted only when every asked task's result is whole.
  */
 import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { predictForm, predictionSchema } from '../../inference/src/contract';
+import { predictForm, predictionSchema } from '@edge-image-search/contract/wire';
 import { fixtureUrl } from './helpers';
 
 const PLANT = 'opencv-doc_plant.jpg'; // 500x333, a pot the detector finds

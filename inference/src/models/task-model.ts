@@ -1,4 +1,4 @@
-import type { Task } from '../contract.ts';
+import type { Task } from '@edge-image-search/contract/wire';
 import type { ImageView } from '../image/view.ts';
 
 /** One loaded model serving one task; loaded once at start and kept. */

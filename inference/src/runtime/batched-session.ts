@@ -1,4 +1,4 @@
-import type { Priority } from '../contract.ts';
+import type { Priority } from '@edge-image-search/contract/wire';
 import { currentPriority, PriorityGate, withPriority } from '../priority.ts';
 import type { Float32Tensor, InferenceSession } from './runtime.ts';
 

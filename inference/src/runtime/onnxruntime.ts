@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type ort from 'onnxruntime-node';
-import type { Priority } from '../contract.ts';
+import type { Priority } from '@edge-image-search/contract/wire';
 import { currentPriority } from '../priority.ts';
 import type { EngineReply, EngineRequest, EngineThreadData } from './onnx/engine-messages.ts';
 import { CONVERT_COMMAND, ONNX_MODEL_DIRECTORY, onnxModelFile } from './onnx/model-files.ts';

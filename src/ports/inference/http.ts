@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { errorBody, predictForm, predictionSchema, PRIORITY_HEADER, textForm, textPredictionSchema } from '../../../inference/src/contract';
+import { errorBody, predictForm, predictionSchema, PRIORITY_HEADER, textForm, textPredictionSchema } from '@edge-image-search/contract/wire';
 import {
   InferenceBusyError,
   InferenceUnavailableError,

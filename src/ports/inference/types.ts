@@ -1,10 +1,10 @@
 /**
  * The inference port: one call runs every asked task on one image, or embeds one text. The wire types come from the
- * service's contract (inference/src/contract.ts, `POST /predict`), so both sides read one description.
+ * service's contract (contract/wire.ts, `POST /predict`), so both sides read one description.
  */
-import type { Prediction, PredictOptions, Task, TextPrediction } from '../../../inference/src/contract';
+import type { Prediction, PredictOptions, Task, TextPrediction } from '@edge-image-search/contract/wire';
 
-export { MAX_DETECTED_OBJECTS, MAX_TEXT_LENGTH } from '../../../inference/src/contract';
+export { MAX_DETECTED_OBJECTS, MAX_TEXT_LENGTH } from '@edge-image-search/contract/wire';
 
 export type {
   Box,
@@ -17,7 +17,7 @@ export type {
   RawDetection,
   Task,
   TextPrediction,
-} from '../../../inference/src/contract';
+} from '@edge-image-search/contract/wire';
 
 export interface Inference {
   /** The answer holds the result of every asked task. */

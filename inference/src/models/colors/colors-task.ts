@@ -1,4 +1,4 @@
-import type { PaletteColor, TaskResult } from '../../contract.ts';
+import type { PaletteColor, TaskResult } from '@edge-image-search/contract/wire';
 import type { RgbPixels } from '../../image/decode.ts';
 import type { ImageView } from '../../image/view.ts';
 import type { TaskModel } from '../task-model.ts';

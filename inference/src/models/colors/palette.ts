@@ -1,7 +1,7 @@
-import type { PaletteColor } from '../../contract.ts';
+import type { PaletteColor } from '@edge-image-search/contract/wire';
 import type { RgbPixels } from '../../image/decode.ts';
 import { kMeans, nearestCentre, type LabPoints } from './kmeans.ts';
-import { labToSrgb, LINEAR, linearRgbToLab, toHex } from './lab.ts';
+import { labToSrgb, LINEAR, linearRgbToLab, toHex } from '@edge-image-search/contract/lab';
 
 /** The pixels are point-sampled on a grid of at most this many cells along the long side. */
 export const COLORS_GRID_MAX_SIDE = 128;

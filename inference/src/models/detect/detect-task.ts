@@ -1,4 +1,4 @@
-import type { DetectedObject, ExternalDetections, PaletteColor, TaskResult } from '../../contract.ts';
+import type { DetectedObject, ExternalDetections, PaletteColor, TaskResult } from '@edge-image-search/contract/wire';
 import { cropView, type ImageView } from '../../image/view.ts';
 import type { Runtime } from '../../runtime/runtime.ts';
 import type { Embedder } from '../embed/embedder.ts';
@@ -13,7 +13,7 @@ import type { ProductType } from './product-types.ts';
 import { loadMoveNet, type MoveNetPoseEstimator } from '../pose/movenet.ts';
 import { PERSON_LABEL, wornGarments } from './worn-garments.ts';
 import { GARMENT_LABELS } from '../pose/garments.ts';
-import { MAX_DETECTED_OBJECTS } from '../../contract.ts';
+import { MAX_DETECTED_OBJECTS } from '@edge-image-search/contract/wire';
 
 export type DetectOptions = {
   /** The request's embedder (its `embed_model`, else the service's default), for each object's crop. */

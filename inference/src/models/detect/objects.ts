@@ -1,9 +1,9 @@
-import { MAX_DETECTED_OBJECTS } from '../../contract.ts';
+import { MAX_DETECTED_OBJECTS } from '@edge-image-search/contract/wire';
 import type { Box, ImageView } from '../../image/view.ts';
 import type { Detection } from './detector.ts';
 import type { LabelMap } from './label-map.ts';
 import type { ProductType } from './product-types.ts';
-import { iou } from './overlap.ts';
+import { iou } from '@edge-image-search/contract/boxes';
 
 /** Detections scoring below this are not reported (human's own default for this model). */
 export const DETECT_MIN_SCORE = 0.2;

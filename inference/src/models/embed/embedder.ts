@@ -1,4 +1,4 @@
-import type { TaskResult } from '../../contract.ts';
+import type { TaskResult } from '@edge-image-search/contract/wire';
 import type { RgbPixels } from '../../image/decode.ts';
 import type { ImageView } from '../../image/view.ts';
 import type { InferenceSession, Runtime } from '../../runtime/runtime.ts';

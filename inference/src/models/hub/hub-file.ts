@@ -1,7 +1,12 @@
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, open, rename, rm, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
-import type { HubRef, HubSettings } from './hub.ts';
+
+/** A model on the Hugging Face hub: `owner/name` at a branch, tag or commit. */
+export type HubRef = { readonly repo: string; readonly revision: string };
+
+/** Where models come from and where they are kept (hubSettingsFromEnv). */
+export type HubSettings = { readonly endpoint: string; readonly cacheDir: string; readonly token: string | undefined };
 
 /** One repository at one revision, where its cache lies (`models--owner--name`), and how to fetch and report. */
 export type HubRepo = HubRef &

@@ -1,14 +1,8 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fetchHubFile, hubRequest, type HubRepo } from './hub-file.ts';
+import { fetchHubFile, hubRequest, type HubRef, type HubRepo, type HubSettings } from './hub-file.ts';
 import type { ModelFiles } from './model-files.ts';
-
-/** A model on the Hugging Face hub: `owner/name` at a branch, tag or commit. */
-export type HubRef = { readonly repo: string; readonly revision: string };
-
-/** Where models come from and where they are kept (hubSettingsFromEnv). */
-export type HubSettings = { readonly endpoint: string; readonly cacheDir: string; readonly token: string | undefined };
 
 export type HubOptions = {
   /** Progress and completion lines (the service passes console.log). */

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import path from 'node:path';
-import { MAX_EMBED_MODEL_ID } from '../../../contract.ts';
+import { MAX_EMBED_MODEL_ID } from '@edge-image-search/contract/wire';
 import type { RgbPixels } from '../../../image/decode.ts';
 import type { ImageView } from '../../../image/view.ts';
 import type { Float32Tensor, OnnxFileSession, Runtime, TensorInfo } from '../../../runtime/runtime.ts';

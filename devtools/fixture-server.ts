@@ -3,7 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import sharp from 'sharp';
-import { IMAGES_DIR, PEOPLE_DIR } from '../fixtures/images.ts';
+import { IMAGES_DIR, PEOPLE_DIR } from './fixture-images.ts';
 import { HOSTILE_SOURCE, hostileImages, rawPixels, type HostileImage } from './hostile-images.ts';
 import { FORMAT_VARIANTS } from './image-formats.ts';
 

@@ -482,7 +482,7 @@ export function encodePnm(image: RawPixels, options: PnmOptions): Uint8Array {
   const { width, height, data } = pnmPixels(image, options);
   const out = new Bytes();
   const comment = (text: string): string => (options.comments ? `# ${text}\n` : '');
-  out.ascii(`P${kind}\n${comment('written by test/support/image-formats.ts')}${width} ${options.comments ? '#width\n' : ''}${height}\n`);
+  out.ascii(`P${kind}\n${comment('written by devtools/image-formats.ts')}${width} ${options.comments ? '#width\n' : ''}${height}\n`);
   if (!bitmap) out.ascii(`${comment('maxval next')}${maxval}\n`);
   const sample = (v: number): number => Math.round((v * maxval) / 255);
   const pixels = width * height;
