@@ -30,7 +30,7 @@ const paletteColor = z.object({
 export type PaletteColor = z.infer<typeof paletteColor>;
 
 export const detectedObject = z.object({
-  /** The spec's product type, e.g. `Bag`. */
+  /** The API's product type, e.g. `Bag`. */
   type: z.string(),
   /** The detector's own label, e.g. `handbag`. */
   label: z.string(),

@@ -18,7 +18,7 @@ import { freePort } from '@edge-image-search/devtools/free-port';
 import type { AdminConfig } from './lib/admin-client.ts';
 import { createApplication, INSERT_BATCH, insertForm, waitForInsert, type AuthHeader, type InsertStatus } from './lib/api-client.ts';
 import { chooseEmbedModels, loadedEmbedModels, namesOf, type LoadedModel } from './lib/embed-model-choice.ts';
-import { startInference } from './lib/inference-process.ts';
+import { startInference } from '@edge-image-search/devtools/inference-service';
 import { latencyOf, type Latency } from './lib/latency.ts';
 import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
 import { cpuSeconds, processKind, sampleMemory, type Memory } from './lib/process-usage.ts';

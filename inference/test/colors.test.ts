@@ -6,15 +6,13 @@
  * crops, and each detected object's own colours.
  */
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import type { RgbPixels } from '../src/image/decode.ts';
 import { cropPixels } from '../src/image/view.ts';
 import { deltaE, hexToLab, labToSrgb, srgbToLab, toHex } from '@edge-image-search/contract/lab';
 import { analyzeColors, dominantColors } from '../src/models/colors/palette.ts';
-import { IMAGES_DIR, startServer, type PaletteColor, type RunningServer } from './harness.ts';
+import { imageBytes, startServer, type PaletteColor, type RunningServer } from './harness.ts';
 
 const MODEL = 'lab-kmeans-v1';
 const MAX_COLORS = 8;
@@ -174,7 +172,7 @@ describe('POST /predict colors', () => {
   });
 
   test('a photo: 2-8 colours summing to 1, and the same palette every time', async () => {
-    const coffee = await image('skimage_coffee.jpg');
+    const coffee = await imageBytes('skimage_coffee.jpg');
     const [first, second] = await Promise.all([server.predict(coffee, 'colors'), server.predict(coffee, 'embed,colors')]);
     assertPalette(first.body.colors.palette);
     assert.ok(first.body.colors.palette.length >= 2, JSON.stringify(first.body.colors.palette));
@@ -191,7 +189,7 @@ describe('POST /predict colors', () => {
   });
 
   test('detect,colors: every object gets the colours of its own box', async () => {
-    const plant = await image('opencv-doc_plant.jpg');
+    const plant = await imageBytes('opencv-doc_plant.jpg');
     const { status, body } = await server.predict(plant, 'detect,colors');
     assert.equal(status, 200);
     assertPalette(body.colors.palette);
@@ -210,7 +208,7 @@ describe('POST /predict colors', () => {
   });
 
   test('detect alone adds no colours to objects', async () => {
-    const { body } = await server.predict(await image('opencv-doc_plant.jpg'), 'detect');
+    const { body } = await server.predict(await imageBytes('opencv-doc_plant.jpg'), 'detect');
     assert.ok(body.detect.objects.length > 0);
     for (const object of body.detect.objects) assert.equal(object.colors, undefined);
     assert.equal(body.colors, undefined);
@@ -239,10 +237,6 @@ function encode({ data, width, height }: RgbPixels): Promise<Buffer> {
 
 function solidPng(width: number, height: number, background: string): Promise<Buffer> {
   return sharp({ create: { width, height, channels: 3, background } }).png().toBuffer();
-}
-
-function image(file: string): Promise<Buffer> {
-  return readFile(path.join(IMAGES_DIR, file));
 }
 
 /** The documented palette format. */

@@ -1,19 +1,17 @@
 /**
- * Shared by the server tests: starts the real service (node src/server.ts on
- * a free port), posts to /predict, reads the shared test images.
+ * Shared by the server tests: starts the real service on a free port (devtools/inference-service.ts, the one launcher),
+ * posts to /predict, reads the shared test images.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
-import type { RawPixels } from '@edge-image-search/devtools/image-formats';
 import { PRIORITY_HEADER, type ErrorBody, type Prediction } from '@edge-image-search/contract/wire';
-
-const SERVER = path.resolve(import.meta.dirname, '../src/server.ts');
 import { IMAGES_DIR } from '@edge-image-search/devtools/fixture-images';
+import type { RawPixels } from '@edge-image-search/devtools/image-formats';
+import { launchInference, waitUntilReady, type InferenceProcess } from '@edge-image-search/devtools/inference-service';
 
 export { IMAGES_DIR };
+export { runUntilExit, waitUntilReady } from '@edge-image-search/devtools/inference-service';
 
 export type { Box, DetectedObject, ErrorBody, PaletteColor } from '@edge-image-search/contract/wire';
 /** An answer as the tests read it: every task's result, or the error. */
@@ -22,99 +20,59 @@ export type PredictBody = ErrorBody & Prediction;
 /** Optional fields of the /predict form, sent as given. */
 export type FormFields = { box?: string; detections?: string; embed_model?: string };
 
-export type RunningServer = {
-  readonly baseUrl: string;
+export type RunningServer = InferenceProcess & {
   /** The service's process, e.g. to read its memory from /proc. */
   readonly pid: number;
-  /** What it printed on stdout so far. */
-  output(): string;
   /**
    * Posts an image with tasks (default "embed") and the other form fields given, as given;
    * `priority` is sent as the priority header, as given.
    */
   predict(bytes: Uint8Array, tasks?: string, fields?: FormFields, priority?: string): Promise<{ status: number; body: PredictBody }>;
+  /** Posts a /predict form as it is, e.g. one without an image. */
+  post(form: FormData, headers?: Record<string, string>): Promise<{ status: number; body: PredictBody }>;
   stop(): void;
 };
 
 /**
- * Spawns the service on a free port and resolves with its URL as soon as it
- * listens (models may still load), and what it has written to stderr so far.
+ * Spawns the service on a free port and resolves as soon as it listens (models may still load: `waitUntilReady`).
  * `env` adds to the environment, e.g. DETECTOR_LABELS.
  */
-export async function launchServer(
-  env: Record<string, string> = {},
-): Promise<{ child: ChildProcess; baseUrl: string; errorOutput: () => string; output: () => string }> {
-  const child = spawn(process.execPath, [SERVER], {
-    env: { ...process.env, ...env, INFERENCE_PORT: '0', INFERENCE_HOST: '127.0.0.1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  // Shown as it comes, and kept for tests of what the service logs.
-  let errorOutput = '';
-  child.stderr!.on('data', (chunk: Buffer) => {
-    errorOutput += chunk;
-    process.stderr.write(chunk);
-  });
-  // Kept for tests of what the service prints (the lines of a model download).
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer | string) => (output += chunk));
-  return { child, baseUrl: await listeningUrl(child), errorOutput: () => errorOutput, output: () => output };
-}
-
-/** Runs the service with a setting that must stop it at start: its exit code and everything it printed. */
-export async function runUntilExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [SERVER], { env: { ...process.env, ...env, INFERENCE_PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk));
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return { code, output };
-}
-
-export async function waitUntilHealthy(baseUrl: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while ((await fetch(`${baseUrl}/ready`)).status !== 200) {
-    if (Date.now() > deadline) throw new Error('the service did not become ready within 60 s');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-/** Starts the service and resolves once /ready says so. */
-export async function startServer(env: Record<string, string> = {}): Promise<RunningServer> {
-  const { child, baseUrl, output } = await launchServer(env);
-  await waitUntilHealthy(baseUrl);
+export async function launchServer(env: Record<string, string> = {}): Promise<RunningServer> {
+  const service = await launchInference(env);
+  const post: RunningServer['post'] = async (form, headers = {}) => {
+    const response = await fetch(`${service.baseUrl}/predict`, { method: 'POST', body: form, headers });
+    return { status: response.status, body: (await response.json()) as PredictBody };
+  };
   return {
-    baseUrl,
-    pid: child.pid!,
-    output,
-    async predict(bytes, tasks = 'embed', fields = {}, priority) {
+    ...service,
+    pid: service.child.pid!,
+    post,
+    predict(bytes, tasks = 'embed', fields = {}, priority) {
       const form = new FormData();
       form.set('tasks', tasks);
       form.set('image', new Blob([bytes]), 'upload');
       for (const [name, value] of Object.entries(fields)) form.set(name, value);
-      const headers: Record<string, string> = priority === undefined ? {} : { [PRIORITY_HEADER]: priority };
-      const response = await fetch(`${baseUrl}/predict`, { method: 'POST', body: form, headers });
-      return { status: response.status, body: (await response.json()) as PredictBody };
+      return post(form, priority === undefined ? {} : { [PRIORITY_HEADER]: priority });
     },
-    stop: () => child.kill(),
+    stop: () => service.child.kill(),
   };
 }
 
-function listeningUrl(child: ChildProcess): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let output = '';
-    child.stdout!.setEncoding('utf8');
-    child.stdout!.on('data', (chunk: string) => {
-      output += chunk;
-      const match = /listening on (http:\/\/\S+)/.exec(output);
-      if (match) resolve(match[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`server exited with ${code} before listening`)));
-  });
+/** Starts the service and resolves once /ready says so. */
+export async function startServer(env: Record<string, string> = {}): Promise<RunningServer> {
+  const server = await launchServer(env);
+  await waitUntilReady(server);
+  return server;
+}
+
+/** A shared test image's bytes. */
+export function imageBytes(file: string): Promise<Buffer> {
+  return readFile(path.join(IMAGES_DIR, file));
 }
 
 /** A shared test image as sharp's raw pixels. */
 export async function loadPixels(file: string): Promise<RawPixels> {
-  const { data, info } = await sharp(await readFile(path.join(IMAGES_DIR, file))).raw().toBuffer({ resolveWithObject: true });
+  const { data, info } = await sharp(await imageBytes(file)).raw().toBuffer({ resolveWithObject: true });
   return { data, width: info.width, height: info.height, channels: info.channels as 3 | 4 };
 }
 
@@ -142,6 +100,10 @@ export async function transparentCutOut(file: string): Promise<{ image: RawPixel
 export function png(image: RawPixels): Promise<Buffer> {
   const { data, width, height, channels } = image;
   return sharp(data, { raw: { width, height, channels } }).png().toBuffer();
+}
+
+export function norm(vector: readonly number[]): number {
+  return Math.sqrt(vector.reduce((sum, x) => sum + x * x, 0));
 }
 
 export function cosine(a: readonly number[], b: readonly number[]): number {

@@ -3,14 +3,10 @@
  * INFERENCE_MAX_BATCH) and batching under concurrent requests.
  */
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { FUSED_EMBEDDER, MOBILENET_V2_EMBEDDER } from '../src/models/embed/embedder-specs.ts';
 import { MOVENET_MODEL_ID } from '../src/models/pose/movenet.ts';
-import { cosine, IMAGES_DIR, runUntilExit, startServer, type ErrorBody, type RunningServer } from './harness.ts';
-
-const image = (file: string) => readFile(path.join(IMAGES_DIR, file));
+import { cosine, imageBytes, runUntilExit, startServer, type ErrorBody, type RunningServer } from './harness.ts';
 
 describe('INFERENCE_EMBED_MODELS=fused', () => {
   let server: RunningServer;
@@ -22,7 +18,7 @@ describe('INFERENCE_EMBED_MODELS=fused', () => {
   test('loads the fused embedder alone, the default for every request', async () => {
     const health = (await (await fetch(`${server.baseUrl}/health`)).json()) as { embed_models: string[] };
     assert.deepEqual(health.embed_models, [FUSED_EMBEDDER.modelId]);
-    const plant = await image('opencv-doc_plant.jpg');
+    const plant = await imageBytes('opencv-doc_plant.jpg');
     const { status, body } = await server.predict(plant, 'embed,detect');
     assert.equal(status, 200);
     assert.deepEqual([body.embed.model, body.embed.dim], [FUSED_EMBEDDER.modelId, 376]);
@@ -42,7 +38,7 @@ describe('INFERENCE_DETECTOR=none', () => {
   after(() => server.stop());
 
   test('detect needs external detections, which it still finishes', async () => {
-    const plant = await image('opencv-doc_plant.jpg');
+    const plant = await imageBytes('opencv-doc_plant.jpg');
     const alone = await server.predict(plant, 'detect');
     assert.equal(alone.status, 400);
     assert.equal((alone.body as ErrorBody).error.code, 'detections_required');
@@ -70,7 +66,7 @@ describe('batching', () => {
 
   test('concurrent requests, to both embedders, get the same vectors as one at a time', async () => {
     const files = ['skimage_astronaut.jpg', 'skimage_chelsea.jpg', 'opencv-doc_plant.jpg', 'skimage_coffee.jpg', 'animals_birds_hen.png', 'opencv-doc_aloeL.jpg'];
-    const bytes = await Promise.all(files.map(image));
+    const bytes = await Promise.all(files.map(imageBytes));
     // Each image to each embedder: the two embedders' sessions batch their own rows side by side.
     const requests = bytes.flatMap((file) => [MOBILENET_V2_EMBEDDER, FUSED_EMBEDDER].map(({ modelId }) => ({ file, modelId })));
     const alone: number[][] = [];

@@ -28,7 +28,7 @@ import { withPriority } from '../src/priority.ts';
 import { createOnnxRuntime } from '../src/runtime/onnxruntime.ts';
 import type { Float32Tensor, InferenceSession, ModelSource, Runtime } from '../src/runtime/runtime.ts';
 import { createTfjsWasmRuntime } from '../src/runtime/tfjs-wasm.ts';
-import { cosine, IMAGES_DIR, launchServer, runUntilExit, startServer, waitUntilHealthy } from './harness.ts';
+import { cosine, IMAGES_DIR, launchServer, runUntilExit, startServer, waitUntilReady } from './harness.ts';
 
 /** Photos and cut-outs, with and without objects the detector finds. */
 const IMAGES = [
@@ -364,18 +364,18 @@ describe('INFERENCE_RUNTIME', () => {
   });
 
   test('the start-up line names the runtime', async () => {
-    const { child, baseUrl } = await launchServer({ INFERENCE_RUNTIME: 'tfjs-wasm' });
+    const server = await launchServer({ INFERENCE_RUNTIME: 'tfjs-wasm' });
     try {
       const line = new Promise<string>((resolve) => {
-        child.stdout!.on('data', (chunk: string) => {
+        server.child.stdout!.on('data', (chunk: string) => {
           const match = /inference: runtime .*/.exec(chunk);
           if (match) resolve(match[0]);
         });
       });
-      await waitUntilHealthy(baseUrl);
+      await waitUntilReady(server);
       assert.match(await line, /^inference: runtime tfjs-wasm, tfjs \S+ wasm/);
     } finally {
-      child.kill();
+      server.stop();
     }
   });
 

@@ -1,9 +1,8 @@
 /** PriorityGate and serve: interactive jobs first, bulk ones holding still while interactive work is under way. */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { BULK_PAUSE_MS, PriorityGate, serve, withPriority } from '../src/priority.ts';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A job that takes `ms` and notes its name when it starts. */
 const job = (started: string[], name: string, ms = 5) => async () => {

@@ -1,21 +1,21 @@
 /** The shared secret: with INFERENCE_SECRET set, /predict answers only the bearer of it; /health stays open. */
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { IMAGES_DIR, launchServer, runUntilExit, waitUntilHealthy } from './harness.ts';
+import { IMAGES_DIR, launchServer, runUntilExit, waitUntilReady, type RunningServer } from './harness.ts';
 
-let server: ChildProcess;
+let server: RunningServer;
 let baseUrl: string;
 
 before(async () => {
-  ({ child: server, baseUrl } = await launchServer({ INFERENCE_SECRET: 'shared-secret' }));
-  await waitUntilHealthy(baseUrl);
+  server = await launchServer({ INFERENCE_SECRET: 'shared-secret' });
+  ({ baseUrl } = server);
+  await waitUntilReady(server);
 });
 
 after(() => {
-  server.kill();
+  server.stop();
 });
 
 const predict = async (authorization?: string): Promise<number> => {
@@ -48,7 +48,7 @@ test('refuses to start without a secret on any but a loopback host', async () =>
 
 test('answers a prediction that arrives while the models load with 503 loading, the secret checked first', async () => {
   // Sent the moment the port is bound: the models take a few hundred milliseconds more.
-  const { child, baseUrl: early } = await launchServer({ INFERENCE_SECRET: 'shared-secret' });
+  const { baseUrl: early, stop } = await launchServer({ INFERENCE_SECRET: 'shared-secret' });
   try {
     const form = new FormData();
     form.set('tasks', 'embed');
@@ -57,6 +57,6 @@ test('answers a prediction that arrives while the models load with 503 loading, 
     assert.equal(response.status, 503);
     assert.equal(((await response.json()) as { error: { code: string } }).error.code, 'loading');
   } finally {
-    child.kill();
+    stop();
   }
 });

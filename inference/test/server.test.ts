@@ -1,18 +1,15 @@
 /**
- * Starts the real service (node src/server.ts on a free port) and drives it
+ * Starts the real service (harness.ts, on a free port) and drives it
  * over HTTP with the shared test images and copies made from them with sharp.
  */
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { FUSED_EMBEDDER, MOBILENET_V2_EMBEDDER } from '../src/models/embed/embedder-specs.ts';
 import { GARMENT_LABELS } from '../src/models/pose/garments.ts';
-import { IMAGES_DIR, launchServer, waitUntilHealthy, type ErrorBody, type FormFields, type PredictBody } from './harness.ts';
+import { cosine, imageBytes, launchServer, norm, waitUntilReady, type ErrorBody, type RunningServer } from './harness.ts';
 
 /** The documented embedding length of the default embedder (README.md). */
 const EMBED_DIM = 448;
@@ -20,9 +17,8 @@ const EMBED_DIM = 448;
 const EMBEDDERS = [MOBILENET_V2_EMBEDDER, FUSED_EMBEDDER];
 const EMBED_MODELS = EMBEDDERS.map(({ modelId }) => modelId);
 
-let server: ChildProcess;
+let server: RunningServer;
 let baseUrl: string;
-let errorOutput: () => string;
 const first: { health?: { status: number; body: unknown }; ready?: { status: number; body: unknown } } = {};
 const probe = async (path: string) => {
   const response = await fetch(`${baseUrl}${path}`);
@@ -30,13 +26,14 @@ const probe = async (path: string) => {
 };
 
 before(async () => {
-  ({ child: server, baseUrl, errorOutput } = await launchServer());
+  server = await launchServer();
+  ({ baseUrl } = server);
   [first.health, first.ready] = await Promise.all([probe('/health'), probe('/ready')]);
-  await waitUntilHealthy(baseUrl);
+  await waitUntilReady(server);
 });
 
 after(() => {
-  server.kill();
+  server.stop();
 });
 
 describe('GET /health and GET /ready', () => {
@@ -57,7 +54,7 @@ describe('GET /health and GET /ready', () => {
 
 describe('POST /predict embed', () => {
   test('returns the image size and format and a unit vector of the documented length', async () => {
-    const { status, body } = await predict(await image('skimage_astronaut.jpg'));
+    const { status, body } = await server.predict(await imageBytes('skimage_astronaut.jpg'));
     assert.equal(status, 200);
     assert.deepEqual(body.image, { width: 512, height: 512, format: 'jpeg' });
     assert.equal(body.embed.dim, EMBED_DIM);
@@ -67,14 +64,14 @@ describe('POST /predict embed', () => {
   });
 
   test('gives identical vectors for the same image twice', async () => {
-    const bytes = await image('opencv-doc_fruits.jpg');
-    const first = await predict(bytes);
-    const second = await predict(bytes);
+    const bytes = await imageBytes('opencv-doc_fruits.jpg');
+    const first = await server.predict(bytes);
+    const second = await server.predict(bytes);
     assert.deepEqual(first.body.embed.vector, second.body.embed.vector);
   });
 
   test('puts a flipped, slightly cropped copy much closer to its original than to other images', async () => {
-    const original = await image('skimage_chelsea.jpg');
+    const original = await imageBytes('skimage_chelsea.jpg');
     const { width = 0, height = 0 } = await sharp(original).metadata();
     const copy = await sharp(original)
       .extract({ left: Math.round(width * 0.08), top: Math.round(height * 0.05), width: Math.round(width * 0.85), height: Math.round(height * 0.9) })
@@ -82,8 +79,8 @@ describe('POST /predict embed', () => {
       .jpeg({ quality: 80 })
       .toBuffer();
     const [copyVector, originalVector, ...otherVectors] = await Promise.all(
-      [copy, original, ...(await Promise.all(['skimage_coffee.jpg', 'opencv-doc_baboon.jpg', 'animals_mammals_cats_tiger.png'].map(image)))].map(
-        async (bytes) => (await predict(bytes)).body.embed.vector as number[],
+      [copy, original, ...(await Promise.all(['skimage_coffee.jpg', 'opencv-doc_baboon.jpg', 'animals_mammals_cats_tiger.png'].map(imageBytes)))].map(
+        async (bytes) => (await server.predict(bytes)).body.embed.vector as number[],
       ),
     );
     const toOriginal = cosine(copyVector!, originalVector!);
@@ -93,18 +90,18 @@ describe('POST /predict embed', () => {
   });
 
   test('decodes PNG with alpha, WebP, GIF and TIFF and reports their format', async () => {
-    const png = await image('animals_mammals_cats_tiger.png');
+    const png = await imageBytes('animals_mammals_cats_tiger.png');
     for (const format of ['png', 'webp', 'gif', 'tiff'] as const) {
       const bytes = format === 'png' ? png : await sharp(png).toFormat(format).toBuffer();
-      const { status, body } = await predict(bytes);
+      const { status, body } = await server.predict(bytes);
       assert.equal(status, 200, format);
       assert.deepEqual(body.image, { width: 198, height: 120, format });
     }
   });
 
   test('reports the size after EXIF orientation', async () => {
-    const rotated = await sharp(await image('skimage_coffee.jpg')).withMetadata({ orientation: 6 }).jpeg().toBuffer();
-    const { status, body } = await predict(rotated);
+    const rotated = await sharp(await imageBytes('skimage_coffee.jpg')).withMetadata({ orientation: 6 }).jpeg().toBuffer();
+    const { status, body } = await server.predict(rotated);
     assert.equal(status, 200);
     assert.deepEqual(body.image, { width: 400, height: 600, format: 'jpeg' });
   });
@@ -112,12 +109,12 @@ describe('POST /predict embed', () => {
 
 describe('POST /predict embed_model', () => {
   test('names the embedder of the image and of every object (detected, worn, external): its id and length', async () => {
-    const [astronaut, plant] = await Promise.all([image('skimage_astronaut.jpg'), image('opencv-doc_plant.jpg')]);
+    const [astronaut, plant] = await Promise.all([imageBytes('skimage_astronaut.jpg'), imageBytes('opencv-doc_plant.jpg')]);
     const external = JSON.stringify({ model: 'detr', objects: [{ label: 'vase', score: 0.9, box: [150, 61, 380, 321] }] });
     for (const { modelId, dim } of EMBEDDERS) {
       const objects = [];
       for (const [bytes, fields] of [[astronaut, {}], [plant, {}], [plant, { detections: external }]] as const) {
-        const { status, body } = await predict(bytes, 'detect,embed', { embed_model: modelId, ...fields });
+        const { status, body } = await server.predict(bytes, 'detect,embed', { embed_model: modelId, ...fields });
         assert.equal(status, 200);
         assert.deepEqual([body.embed.model, body.embed.dim, body.embed.vector.length], [modelId, dim, dim]);
         assert.ok(Math.abs(norm(body.embed.vector) - 1) < 1e-5);
@@ -133,24 +130,24 @@ describe('POST /predict embed_model', () => {
   });
 
   test('an object\'s embedding is the named embedder\'s vector of its crop', async () => {
-    const plant = await image('opencv-doc_plant.jpg');
+    const plant = await imageBytes('opencv-doc_plant.jpg');
     const detections = JSON.stringify({ model: 'detr', objects: [{ label: 'vase', score: 0.9, box: [150, 61, 380, 321] }] });
     const embed_model = FUSED_EMBEDDER.modelId;
-    const { body } = await predict(plant, 'detect', { embed_model, detections });
+    const { body } = await server.predict(plant, 'detect', { embed_model, detections });
     // The box widened by 10 % on each side, as the crop is.
-    const crop = await predict(plant, 'embed', { embed_model, box: [150 - 23, 61 - 26, 380 + 23, 321 + 26].join(',') });
+    const crop = await server.predict(plant, 'embed', { embed_model, box: [150 - 23, 61 - 26, 380 + 23, 321 + 26].join(',') });
     assert.ok(cosine(body.detect.objects[0]!.embedding, crop.body.embed.vector) > 0.999);
   });
 
   test('without it, the default (INFERENCE_EMBED_MODELS\'s first) answers', async () => {
-    const bytes = await image('skimage_coffee.jpg');
-    const [unnamed, named] = await Promise.all([predict(bytes), predict(bytes, 'embed', { embed_model: MOBILENET_V2_EMBEDDER.modelId })]);
+    const bytes = await imageBytes('skimage_coffee.jpg');
+    const [unnamed, named] = await Promise.all([server.predict(bytes), server.predict(bytes, 'embed', { embed_model: MOBILENET_V2_EMBEDDER.modelId })]);
     assert.equal(unnamed.body.embed.model, EMBED_MODELS[0]);
     assert.deepEqual(unnamed.body.embed, named.body.embed);
   });
 
   test('an id the service has not loaded: 400 unknown_embed_model, naming the loaded ones', async () => {
-    const { status, body } = await predict(await image('skimage_coffee.jpg'), 'embed', { embed_model: 'clip-vit-b32' });
+    const { status, body } = await server.predict(await imageBytes('skimage_coffee.jpg'), 'embed', { embed_model: 'clip-vit-b32' });
     assert.equal(status, 400);
     assert.deepEqual(body, {
       error: { code: 'unknown_embed_model', message: `The embed model "clip-vit-b32" is not loaded; this service has: ${EMBED_MODELS.join(', ')}.` },
@@ -159,7 +156,7 @@ describe('POST /predict embed_model', () => {
 
   test('an empty or overlong id: 400 bad_embed_model', async () => {
     for (const embed_model of ['', 'm'.repeat(201)]) {
-      const { status, body } = await predict(await image('skimage_coffee.jpg'), 'embed', { embed_model });
+      const { status, body } = await server.predict(await imageBytes('skimage_coffee.jpg'), 'embed', { embed_model });
       assert.equal(status, 400);
       assert.equal(body.error.code, 'bad_embed_model');
     }
@@ -168,7 +165,7 @@ describe('POST /predict embed_model', () => {
 
 describe('POST /predict errors', () => {
   test('garbage bytes: 422 undecodable_image', async () => {
-    const { status, body } = await predict(Buffer.from('this is not an image at all'));
+    const { status, body } = await server.predict(Buffer.from('this is not an image at all'));
     assert.equal(status, 422);
     assert.equal(body.error.code, 'undecodable_image');
     assert.equal(typeof body.error.message, 'string');
@@ -176,7 +173,7 @@ describe('POST /predict errors', () => {
 
   test('more than 40 megapixels: 422 image_too_large', async () => {
     const huge = await sharp({ create: { width: 8000, height: 5001, channels: 3, background: '#336699' } }).png().toBuffer();
-    const { status, body } = await predict(huge);
+    const { status, body } = await server.predict(huge);
     assert.equal(status, 422);
     assert.equal(body.error.code, 'image_too_large');
   });
@@ -184,19 +181,19 @@ describe('POST /predict errors', () => {
   test('no image field: 400 missing_image', async () => {
     const form = new FormData();
     form.set('tasks', 'embed');
-    const { status, body } = await post(form);
+    const { status, body } = await server.post(form);
     assert.equal(status, 400);
     assert.equal(body.error.code, 'missing_image');
   });
 
   test('unknown task: 400 unknown_task', async () => {
-    const { status, body } = await predict(await image('skimage_coffee.jpg'), 'embed,telepathy');
+    const { status, body } = await server.predict(await imageBytes('skimage_coffee.jpg'), 'embed,telepathy');
     assert.equal(status, 400);
     assert.equal(body.error.code, 'unknown_task');
   });
 
   test('no tasks: 400 missing_tasks', async () => {
-    const { status, body } = await predict(await image('skimage_coffee.jpg'), ' , ');
+    const { status, body } = await server.predict(await imageBytes('skimage_coffee.jpg'), ' , ');
     assert.equal(status, 400);
     assert.equal(body.error.code, 'missing_tasks');
   });
@@ -211,13 +208,13 @@ describe('POST /predict errors', () => {
     const form = new FormData();
     form.set('tasks', 'embed');
     form.set('image', new Blob([new Uint8Array(51 * 1024 * 1024)]), 'big.jpg');
-    const { status, body } = await post(form);
+    const { status, body } = await server.post(form);
     assert.equal(status, 413);
     assert.equal(body.error.code, 'payload_too_large');
   });
 
   test('a client that hangs up mid-body is not logged as a failure of the service', async () => {
-    const before = errorOutput().length;
+    const before = server.errorOutput().length;
     const { hostname, port } = new URL(baseUrl);
     const socket = connect(Number(port), hostname);
     await once(socket, 'connect');
@@ -225,7 +222,7 @@ describe('POST /predict errors', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     socket.destroy();
     await new Promise((resolve) => setTimeout(resolve, 300));
-    assert.equal(errorOutput().slice(before), '');
+    assert.equal(server.errorOutput().slice(before), '');
     assert.equal((await fetch(`${baseUrl}/health`)).status, 200);
   });
 
@@ -246,28 +243,3 @@ describe('POST /predict errors', () => {
     assert.equal((await fetch(`${baseUrl}/health`)).status, 200);
   });
 });
-
-function image(file: string): Promise<Buffer> {
-  return readFile(path.join(IMAGES_DIR, file));
-}
-
-function predict(bytes: Uint8Array, tasks = 'embed', fields: FormFields = {}): Promise<{ status: number; body: PredictBody }> {
-  const form = new FormData();
-  form.set('tasks', tasks);
-  form.set('image', new Blob([bytes]), 'upload');
-  for (const [name, value] of Object.entries(fields)) form.set(name, value);
-  return post(form);
-}
-
-async function post(form: FormData): Promise<{ status: number; body: PredictBody }> {
-  const response = await fetch(`${baseUrl}/predict`, { method: 'POST', body: form });
-  return { status: response.status, body: (await response.json()) as PredictBody };
-}
-
-function norm(vector: number[]): number {
-  return Math.sqrt(vector.reduce((sum, x) => sum + x * x, 0));
-}
-
-function cosine(a: number[], b: number[]): number {
-  return a.reduce((sum, x, i) => sum + x * b[i]!, 0) / (norm(a) * norm(b));
-}

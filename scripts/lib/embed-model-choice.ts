@@ -28,7 +28,7 @@ const entryNameOf = (entry: EmbedModelEntry): string => (entry.kind === 'built-i
 
 /**
  * The models the service at `inferenceUrl` loaded, in INFERENCE_EMBED_MODELS's order, each with the entry it came
- * from (this process's environment is the service's: scripts/lib/inference-process.ts passes it on), its dimensions
+ * from (this process's environment is the service's: devtools/inference-service.ts passes it on), its dimensions
  * and whether it reads text, as its /health reports them (servedEmbedders).
  */
 export async function loadedEmbedModels(inferenceUrl: string): Promise<LoadedModel[]> {

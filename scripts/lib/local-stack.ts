@@ -2,7 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { EmbedModelIndexes } from '../../src/storage/embed-models.ts';
-import { startInference } from './inference-process.ts';
+import { startInference } from '@edge-image-search/devtools/inference-service';
 import { configuredEmbedModels, embedModelsFor, servedEmbedders, type ServedEmbedder } from './served-models.ts';
 import { ROOT, useLocalWrangler } from './wrangler-env.ts';
 

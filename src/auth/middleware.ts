@@ -2,8 +2,15 @@ import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../env';
 import { ApiError } from '../http/envelope';
 import { GENERAL } from '../http/messages';
-import { findAppByAccessKey, findAppByAppKeyHash } from '../storage/apps';
+import { findAppByAccessKey, findAppByAppKeyHash, type AppRecord } from '../storage/apps';
 import { digestsEqual, hashKey } from './keys';
+
+/** What authenticate sets besides the body's part of `params`: the calling application. */
+export type AuthVariables = { app: AppRecord };
+
+declare module 'hono' {
+  interface ContextVariableMap extends AuthVariables {}
+}
 
 /** The parameter (query or form) that carries the app key of browser and mobile clients (docs/decisions.md). */
 export const APP_KEY_PARAMETER = 'access_key';
@@ -26,7 +33,7 @@ function parseBasic(header: string): { accessKey: string; secretKey: string } | 
 }
 
 /**
- * Resolves the calling application (spec 5, docs/decisions.md), then reads the body's parameters. Backends send HTTP
+ * Resolves the calling application (docs/api.md, Authentication; docs/decisions.md), then reads the body's parameters. Backends send HTTP
  * Basic with the access and secret keys; browser and mobile clients send only the app key as `access_key`, which
  * `allowAppKey` admits (search endpoints). Credentials in the header or the query string are checked before a byte
  * of the body is read; only an app key sent as a form field (the JavaScript SDK's uploads) needs the body first, and

@@ -7,7 +7,7 @@ import { tokenize } from './tokens';
 import type { Condition, Filter, FilterOptions } from './types';
 
 /**
- * Parses the fq parameters of a search request (spec 4.8, 4.9) against the application's schema.
+ * Parses the fq parameters of a search request (docs/api.md, The filter language) against the application's schema.
  * - A field not in the schema is ignored (4.8) and listed in `ignoredFields`; its value is not read.
  * - A field in the schema but not searchable is an error: only searchable fields can be used in fq (2.2).
  * - One fq per field (4.9): a second fq on the same field is an error (combine them with AND/OR or a list instead).

@@ -1,5 +1,4 @@
-import { VECTORIZE_LIMITS } from '../ports/vector-index/limits';
-import type { VectorFilter } from '../ports/vector-index/types';
+import { VECTORIZE_LIMITS } from '../vectorize-limits';
 import type { Condition, Filter } from './types';
 
 /**
@@ -11,9 +10,14 @@ import type { Condition, Filter } from './types';
  * `vectorFilter` holds for every image the filter matches (given the vectors carry the same metadata values), and
  * `matches(filter, m)` equals `vectorFilter(m) && matches(residual, m)`.
  */
-export type PushDown = { vectorFilter: VectorFilter | undefined; residual: Filter };
+export type PushDown = { vectorFilter: IndexFilter | undefined; residual: Filter };
 
-const vectorCondition = (condition: Condition): VectorFilter[string] | undefined => {
+/** One field's operators in Vectorize's metadata filter, as a condition pushes them. */
+type IndexCondition = { $eq: string | number } | { $in: string[] } | { $gte: number; $lte: number };
+/** Vectorize's metadata filter (fields ANDed), as the vector index port's `VectorFilter` takes it. */
+export type IndexFilter = Record<string, IndexCondition>;
+
+const vectorCondition = (condition: Condition): IndexCondition | undefined => {
   switch (condition.kind) {
     case 'string':
       return condition.values.length === 1 ? { $eq: condition.values[0]! } : { $in: condition.values };
@@ -30,12 +34,12 @@ const byteLength = (text: string): number => new TextEncoder().encode(text).byte
 
 export function pushDown(filter: Filter): PushDown {
   // Entries, made into an object at the end: a field may be named `__proto__`, which an assignment would not add.
-  const pushedSoFar: [string, VectorFilter[string]][] = [];
+  const pushedSoFar: [string, IndexCondition][] = [];
   const residual: Condition[] = [];
   for (const condition of filter.conditions) {
     const pushed = vectorCondition(condition);
     if (pushed !== undefined) {
-      const candidate: [string, VectorFilter[string]][] = [...pushedSoFar, [condition.field, pushed]];
+      const candidate: [string, IndexCondition][] = [...pushedSoFar, [condition.field, pushed]];
       if (byteLength(JSON.stringify(Object.fromEntries(candidate))) <= VECTORIZE_LIMITS.maxFilterBytes) {
         pushedSoFar.push([condition.field, pushed]);
         continue;
@@ -50,7 +54,7 @@ export function pushDown(filter: Filter): PushDown {
 }
 
 /** The Vectorize metadata filter for the part of `filter` it can apply, or undefined when there is none. */
-export const toVectorFilter = (filter: Filter): VectorFilter | undefined => pushDown(filter).vectorFilter;
+export const toVectorFilter = (filter: Filter): IndexFilter | undefined => pushDown(filter).vectorFilter;
 
 /** Whether Vectorize's filter alone decides the whole filter, so no image needs checking afterwards. */
 export const isFullyPushedDown = (filter: Filter): boolean => pushDown(filter).residual.conditions.length === 0;

@@ -5,7 +5,7 @@ import { isDelimiter, tokenize } from './tokens';
 import { MAX_PAREN_DEPTH, type DefaultOperator, type TextExpr } from './types';
 
 /**
- * The value of an fq on a text field (spec 4.9), read by a lexer and a recursive-descent parser:
+ * The value of an fq on a text field (docs/api.md, The filter language), read by a lexer and a recursive-descent parser:
  *
  *     query   := or EOF
  *     or      := and (("OR" | <adjacent, when the default operator is OR>) and)*
@@ -14,7 +14,7 @@ import { MAX_PAREN_DEPTH, type DefaultOperator, type TextExpr } from './types';
  *     primary := word | phrase | "(" or ")"
  *
  * - Operators AND, OR, NOT are words in any case; precedence NOT > AND > OR; parentheses override, at most 32 deep.
- * - Delimiters (rules 6 and 7) separate words and are never matched; `(`, `)` and `"` are delimiters used as syntax.
+ * - Delimiters (tokens.ts) separate words and are never matched; `(`, `)` and `"` are delimiters used as syntax.
  *   So `a b`, `a,b` and `a。b` are two terms joined by the default operator (AND unless configured to OR), and
  *   `a NOT b` is `a AND NOT b` (`a OR NOT b` with default OR), the implicit operator taking its explicit twin's rank.
  * - A word is one term; it matches an image whose field has that token (case-insensitively).

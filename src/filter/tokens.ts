@@ -1,13 +1,14 @@
 /**
- * Text delimiters of spec 4.9 rules 6 and 7, and the tokenizer shared by text field values and text queries.
+ * Text delimiters (docs/api.md, The filter language), and the tokenizer shared by text field values and text queries.
  *
- * Rule 6 (Latin: space, newlines and . , ? ~ ! @ # $ % ^ & * ( - + = _ ` ' : ; < > / ) ) is a subset of rule 7
- * (every one of its characters is ASCII white space or ASCII punctuation), so one set, rule 7 exactly as listed,
- * serves both. Nothing is added: other Unicode white space (no-break space U+00A0, vertical tab U+000B, ...) and
- * other punctuation (full-width ＄ U+FF04, white lenticular brackets U+3016, ...) are ordinary characters.
+ * The contract lists Latin delimiters (space, newlines and . , ? ~ ! @ # $ % ^ & * ( - + = _ ` ' : ; < > / ) ) and a
+ * larger set for other scripts that contains every one of them (ASCII white space and punctuation), so one set, the
+ * larger exactly as listed, serves both. Nothing is added: other Unicode white space (no-break space U+00A0, vertical
+ * tab U+000B, ...) and other punctuation (full-width ＄ U+FF04, white lenticular brackets U+3016, ...) are ordinary
+ * characters.
  */
 
-/** Inclusive code point ranges named by rule 7. */
+/** Inclusive code point ranges in the list. */
 const DELIMITER_RANGES: readonly (readonly [number, number])[] = [
   [0x0009, 0x000a], // tab, line feed
   [0x000c, 0x000d], // form feed, carriage return
@@ -20,7 +21,7 @@ const DELIMITER_RANGES: readonly (readonly [number, number])[] = [
   [0xfe30, 0xfe6b], // CJK compatibility forms, small form variants: ︰ ... ﹫
 ];
 
-/** Single code points named by rule 7. */
+/** Single code points in the list. */
 const DELIMITER_CODE_POINTS: readonly number[] = [
   // Latin-1 marks: ¡ inverted exclamation, ¦ broken bar, « » double angle quotation, soft hyphen, ¯ macron,
   // ´ acute accent, ¸ cedilla, ¿ inverted question mark.
@@ -29,7 +30,7 @@ const DELIMITER_CODE_POINTS: readonly number[] = [
   0x02c7, 0x02c9, 0x02ca, 0x02cb, 0x02dc,
   // ∕ division slash.
   0x2215,
-  // CJK symbols and punctuation, only the characters rule 7 names within U+3000..U+30FB:
+  // CJK symbols and punctuation, only the characters the list names within U+3000..U+30FB:
   0x3000, // ideographic space
   0x3001, // 、 ideographic comma
   0x3002, // 。 ideographic full stop
@@ -51,7 +52,7 @@ const DELIMITERS: ReadonlySet<number> = new Set([
   ...DELIMITER_CODE_POINTS,
 ]);
 
-/** Whether a code point is a text delimiter (spec 4.9 rule 7). */
+/** Whether a code point is a text delimiter. */
 export const isDelimiterCodePoint = (codePoint: number): boolean => DELIMITERS.has(codePoint);
 
 /** Whether `char`, one character (one code point), is a text delimiter. A longer or empty string is not. */
@@ -65,7 +66,7 @@ export const delimiterCodePoints = (): number[] => [...DELIMITERS].sort((a, b) =
 
 /**
  * Splits text into its tokens: the maximal runs of non-delimiter characters, lower-cased. Text matching is
- * case-insensitive (rule 1 makes operators case-insensitive; terms follow, so `Red` matches `red`), using
+ * case-insensitive (operators are case-insensitive; terms follow, so `Red` matches `red`), using
  * `String.prototype.toLowerCase`, which is locale-independent. The text is lower-cased before it is split, so a
  * token never contains a delimiter and tokenizing a token gives back that token. There is no other normalization
  * (no Unicode NFKC, no stemming) and no word segmentation: CJK text without delimiters is one token, so `红色` does

@@ -1,4 +1,4 @@
-/** The parsed form of `fq` parameters (spec 4.9). */
+/** The parsed form of `fq` parameters (docs/api.md, The filter language). */
 
 /** A boolean expression over the tokens of a text field. */
 export type TextExpr =
@@ -25,7 +25,7 @@ export type Condition =
 
 /**
  * Every fq of a request: an image matches when it matches all `conditions` (at most one per field, in the order the
- * fq parameters came). `ignoredFields` lists the fields named by fq parameters that are not in the schema (spec 4.8).
+ * fq parameters came). `ignoredFields` lists the fields named by fq parameters that are not in the schema.
  */
 export type Filter = { conditions: Condition[]; ignoredFields: string[] };
 

@@ -9,7 +9,7 @@ export type Status = 'OK' | 'warning' | 'fail';
  */
 type HttpErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 429 | 500 | 503;
 
-/** Numbered data errors (spec 7.2) are objects; every other message (7.1, 7.3, parameters) is a plain string. */
+/** Numbered data errors are objects; every other message (general, search, parameters) is a plain string (docs/api.md, Messages). */
 export type DataErrorEntry = { index?: number; im_name?: string; error_code: number; error_message: string };
 export type ErrorEntry = DataErrorEntry | string;
 
@@ -24,12 +24,12 @@ export const dataErrorEntry = (error: DataError, item?: { index: number; im_name
 const BUSY_RETRY_AFTER_SECONDS = 5;
 
 /**
- * A request that cannot be answered with `OK`. Thrown anywhere below a route and turned into the spec's envelope
+ * A request that cannot be answered with `OK`. Thrown anywhere below a route and turned into the API's envelope
  * (with the route's `method`) by the app's error handler.
  */
 export class ApiError extends Error {
   readonly httpStatus: HttpErrorStatus;
-  /** The spec 7.2 code of a numbered data error. */
+  /** The code of a numbered data error (docs/api.md, Messages). */
   readonly code: number | undefined;
   readonly #retryAfterSeconds: number | undefined;
 

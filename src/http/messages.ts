@@ -1,4 +1,4 @@
-/** The spec's messages, to the letter (sections 7.1–7.3). Every response that reports one of these cites it from here. */
+/** The API's messages, to the letter (docs/api.md, Messages). Every response that reports one of these cites it from here. */
 
 export const GENERAL = {
   invalidKeys: 'Invalid access key or secret key.',

@@ -5,16 +5,43 @@ import { ApiError, type ErrorEntry } from './envelope';
 import { GENERAL } from './messages';
 import { MAX_BODY_BYTES, RequestParams } from './params';
 
+/** What requestId sets: the call's id. */
+export type RequestIdVariables = { reqid: string };
+
+/** What endpoint() sets: the endpoint's envelope and its parameters. */
+export type EndpointVariables = {
+  /** The `method` field of this endpoint's envelope. */
+  method: string;
+  /** What this endpoint's failed answers carry besides status, method and error. */
+  failureFields: FailureFields | undefined;
+  /** Whether failures are answered with their HTTP status rather than 200 (admin API, console image). */
+  httpStatuses: boolean;
+  /** The most bytes this endpoint's body may have. */
+  maxBodyBytes: number;
+  /** The query's parameters; authenticate adds the body's. */
+  params: RequestParams;
+};
+
+/** What a failed answer sets: its message, for the request log; unset while the request has not failed. */
+export type FailureVariables = { failure: string | undefined };
+
+declare module 'hono' {
+  interface ContextVariableMap extends RequestIdVariables, EndpointVariables, FailureVariables {}
+}
+
 /** A unique id per call: `reqid` in search bodies and the `X-Log-ID` header everywhere (docs/decisions.md). */
 export const requestId = createMiddleware<AppEnv>(async (c, next) => {
   const reqid = crypto.randomUUID().replaceAll('-', '');
   c.set('reqid', reqid);
-  c.set('method', '');
-  c.set('failureFields', undefined);
-  c.set('httpStatuses', true);
   c.header('X-Log-ID', reqid);
   await next();
 });
+
+/**
+ * endpoint()'s variables as far as it got: a failure before it ran (in another middleware) or while it read the
+ * parameters finds them unset.
+ */
+const endpointSoFar = (c: Context<AppEnv>): Partial<EndpointVariables> => c.var;
 
 /**
  * One JSON line per call: request id, application, endpoint, HTTP status, the envelope's failure if any, and time
@@ -27,7 +54,7 @@ export const requestLog = createMiddleware<AppEnv>(async (c, next) => {
     event: 'request',
     reqid: c.var.reqid,
     app: c.get('app')?.id ?? null,
-    endpoint: c.var.method || null,
+    endpoint: endpointSoFar(c).method ?? null,
     http: `${c.req.method} ${c.req.path}`,
     status: c.res.status,
     ...(c.var.failure === undefined ? {} : { fail: c.var.failure }),
@@ -65,6 +92,14 @@ export const endpoint = (method: string, options: EndpointOptions = {}) =>
   });
 
 /**
+ * The success envelope of the endpoint under way, as the search endpoints answer: status, method and no errors, then
+ * the endpoint's own fields, `reqid` last (docs/api.md).
+ */
+export function ok<Body extends object>(c: Context<AppEnv>, body: Body) {
+  return c.json({ status: 'OK' as const, method: c.var.method, error: [] as ErrorEntry[], ...body, reqid: c.var.reqid });
+}
+
+/**
  * A failed answer with more than one error (an insert or remove whose every image was refused), in the same
  * envelope as a thrown failure and logged like one, with its first message.
  */
@@ -74,14 +109,16 @@ export function failedWith(c: Context<AppEnv>, error: ErrorEntry[]): Response {
   return c.json(failureBody(c, error));
 }
 
-/** The spec's failure envelope of the endpoint under way: its method, the errors and the fields its failures carry. */
+/**
+ * The failure envelope of the endpoint under way: its method, the errors and the fields its failures carry,
+ * which take their defaults when the parameters are what failed to read. Before any endpoint, the method is empty.
+ */
 function failureBody(c: Context<AppEnv>, error: ErrorEntry[]) {
-  // The parameters may be what failed to read; the failure's fields then take their defaults.
-  const params = c.get('params') as RequestParams | undefined;
-  return { status: 'fail', method: c.var.method, error, ...c.var.failureFields?.(params, c.var.reqid) };
+  const { method = '', failureFields, params } = endpointSoFar(c);
+  return { status: 'fail', method, error, ...failureFields?.(params, c.var.reqid) };
 }
 
-/** Every failure leaves in the spec's envelope; anything unexpected is logged and reported as a system error. */
+/** Every failure leaves in the API's envelope; anything unexpected is logged and reported as a system error. */
 export const onError: ErrorHandler<AppEnv> = (error, c) => {
   const apiError = error instanceof ApiError ? error : new ApiError(500, GENERAL.systemError);
   if (!(error instanceof ApiError)) {
@@ -90,7 +127,9 @@ export const onError: ErrorHandler<AppEnv> = (error, c) => {
   c.set('failure', apiError.message);
   const retryAfter = apiError.retryAfterSeconds;
   if (retryAfter !== undefined) c.header('Retry-After', String(retryAfter));
-  return c.json(failureBody(c, [apiError.entry()]), c.var.httpStatuses ? apiError.httpStatus : 200);
+  // Before any endpoint, the failure is answered with its HTTP status, as notFound answers.
+  const httpStatuses = endpointSoFar(c).httpStatuses ?? true;
+  return c.json(failureBody(c, [apiError.entry()]), httpStatuses ? apiError.httpStatus : 200);
 };
 
 /** A path no endpoint has: no client of the API calls it, so it is answered as HTTP says. */

@@ -4,7 +4,7 @@ import { ApiError, invalidParameter } from './envelope';
 type ParamValue = string | File;
 
 /**
- * The most bytes a request body may have: a query image is at most 10 MB (spec 8) and 1 MB more leaves room for its
+ * The most bytes a request body may have: a query image is at most 10 MB (docs/api.md, Limits) and 1 MB more leaves room for its
  * multipart framing and the other parameters.
  */
 export const MAX_BODY_BYTES = 11 * 1024 * 1024;

@@ -8,7 +8,7 @@
 export type ImageFormat = 'jpeg' | 'png' | 'gif' | 'bmp' | 'webp' | 'pnm' | 'sunraster' | 'tiff';
 export type ImageInfo = { format: ImageFormat; width: number; height: number };
 
-/** Spec 2.1: at least 100 px in one direction, at most 40 megapixels. */
+/** docs/api.md, Images and metadata: at least 100 px in one direction, at most 40 megapixels. */
 export const MIN_IMAGE_SIDE = 100;
 export const MAX_IMAGE_PIXELS = 40_000_000;
 /**

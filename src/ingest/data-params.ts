@@ -8,7 +8,7 @@ export const TRANSACTION = {
   trans_id: z.int().min(0).meta({ description: 'The `trans_id` an `/insert` answered.' }),
 };
 
-/** Spec 4.2; the default and ceiling of `error_limit` are ours (spec 8 leaves them open). */
+/** The default and ceiling of `error_limit` are ours: the contract leaves them open (docs/api.md, GET /insert/status). */
 export const INSERT_STATUS = {
   error_page: integer({ min: 1, max: Number.MAX_SAFE_INTEGER, default: 1 }, 'Page of `error_list` to return, from 1.'),
   error_limit: integer({ min: 1, max: 100, default: 10 }, 'Error entries per page.'),
@@ -17,13 +17,13 @@ export const INSERT_STATUS = {
 /** Names per `/remove` call, as for `/insert`. */
 export const MAX_REMOVE_NAMES = 100;
 
-/** Spec 4.3: one image to remove, sent as `im_name[i]`. */
+/** One image to remove, sent as `im_name[i]`. */
 export const REMOVED_IMAGE = z.object({ im_name: z.string().meta({ description: 'An image to remove.' }) });
 
 const INDEXED_KEY = /^(.+)\[(\d+)\]$/;
 
 /**
- * The `{key}[i]=value` parameters of /insert and /remove (spec 4.1, 4.3), grouped by index, in index order. `[0]` and
+ * The `{key}[i]=value` parameters of /insert and /remove (docs/api.md, POST /insert and POST /remove), grouped by index, in index order. `[0]` and
  * `[00]` are one index, so a key given under both is given twice, and refused as a repeated parameter is.
  */
 export function indexedParams(params: RequestParams): Map<number, Map<string, string>> {

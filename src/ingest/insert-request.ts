@@ -3,30 +3,25 @@ import { dataErrorEntry, type DataErrorEntry } from '../http/envelope';
 import { DATA_ERRORS, lengthExceeded, wrongDataType, type DataError } from '../http/messages';
 import type { RequestParams } from '../http/params';
 import type { SchemaField } from '../storage/apps';
+import { MAX_IM_NAME_LENGTH } from '../storage/image-name';
 import { oversizedVectorField } from '../storage/vectors';
 import type { ImageMetadata } from '../storage/metadata';
 import type { InsertItem } from '../storage/transactions';
 import { indexedParams } from './data-params';
 import { DECIMAL_TEXT, INTEGER_TEXT } from '../number-text';
 
-/** Spec 2.1 and 8. */
+/** docs/api.md, Limits. */
 export const INSERT_LIMITS = {
   maxImages: 100,
   maxKeysPerImage: 32,
-  maxNameLength: 128,
+  maxNameLength: MAX_IM_NAME_LENGTH,
   maxValueLength: 5000,
 } as const;
 
-/**
- * Whether a name could be an image's: none is longer than maxNameLength (spec 2.1), so a longer one is never looked
- * up. It is not there, and it would make the query big.
- */
-export const couldNameImage = (imName: string): boolean => imName.length <= INSERT_LIMITS.maxNameLength;
-
 const IM_NAME = /^[a-zA-Z0-9\-_.:]+$/;
 /**
- * One image of an `/insert`, sent as `{key}[i]` form parameters (spec 4.1). parseInsert checks an image against the
- * same limits, in the spec's order and with its data error codes.
+ * One image of an `/insert`, sent as `{key}[i]` form parameters (docs/api.md, POST /insert). parseInsert checks an image against the
+ * same limits, in the original service's order and with its data error codes.
  */
 export const INSERT_IMAGE = z
   .object({
@@ -72,7 +67,7 @@ function validateImage(fields: Map<string, string>, schema: Map<string, SchemaFi
   return null;
 }
 
-/** The metadata the schema knows, typed by it; fields outside the schema are ignored (spec 4.8). */
+/** The metadata the schema knows, typed by it; fields outside the schema are ignored. */
 function typedMetadata(fields: Map<string, string>, schema: Map<string, SchemaField>): ImageMetadata {
   const typed: [string, string | number][] = [];
   for (const [name, value] of fields) {
@@ -85,7 +80,7 @@ function typedMetadata(fields: Map<string, string>, schema: Map<string, SchemaFi
 }
 
 /**
- * Reads and checks an `/insert` call: good images are accepted, each bad one gets its own error entry (spec 7.2). A
+ * Reads and checks an `/insert` call: good images are accepted, each bad one gets its own error entry. A
  * value within the API's 5000 characters whose bytes the vector index cannot hold (10 KiB of filterable metadata a
  * vector) is refused here with 106, rather than failing in the consumer.
  */

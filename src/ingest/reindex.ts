@@ -22,12 +22,15 @@ import {
   imagesToReembed,
   oldModelWritesPending,
   markReembedded,
+  noteReindexError,
   switchToNewModel,
   type ImageToReembed,
   type Reindex,
 } from '../storage/reindexes';
-import { embedModelIndexesOf } from '../storage/embed-models';
 import { deleteEmbeddings, deleteEmbeddingsExcept, imageVectors, objectVectors, vectorMetadata, writeEmbedding } from '../storage/vectors';
+import { embeddingMismatch } from './embedding-mismatch';
+import { sendReindexMessage, type ReindexMessage } from './message';
+import { DEFER_SECONDS, tryAgainLater } from './retry-policy';
 
 /** Images embedded again per step, side by side: each a bulk prediction, as an insert's is. */
 const REEMBED_CHUNK = 10;
@@ -74,14 +77,6 @@ async function reembed(env: Env, reindex: Reindex, image: ImageToReembed, schema
   if (await markReembedded(env.DB, image, reindex.toModel)) return;
   // Retired while it was embedded: what it wrote now is deleted too (the retired version's deletion may have run first).
   if (!(await stillLive())) await deleteEmbeddings(env, reindex.toModel, [image]);
-}
-
-/** Why an embedding cannot go into `model`'s indexes (another model answered, or EMBED_MODELS has other dimensions). */
-export function embeddingMismatch(env: Env, model: string, embed: { model: string; dim: number }): string | undefined {
-  if (embed.model !== model) return `The inference service answered ${embed.model} for ${model}.`;
-  const { dimensions } = embedModelIndexesOf(env, model);
-  if (embed.dim !== dimensions) return `${model} has ${embed.dim} dimensions; EMBED_MODELS says ${dimensions}.`;
-  return undefined;
 }
 
 /** A 16x16 grey PNG: what the inference service is asked to embed before a reindex relies on a model. */
@@ -136,5 +131,23 @@ export async function continueReindex(env: Env, appId: string, step: number): Pr
     console.error(JSON.stringify({ event: 'reindex_failed', appId, error: error.message }));
     await failReindex(env.DB, appId, error.message);
     return ENDED;
+  }
+}
+
+/** A reindex step's message: runs the step and sends the next; busy and transient failures as retry-policy.ts says. */
+export async function handleReindexMessage(env: Env, message: Message<ReindexMessage>): Promise<void> {
+  const { reindex: appId, step } = message.body;
+  try {
+    const after = await continueReindex(env, appId, step);
+    if (after.next !== 'ended') {
+      await sendReindexMessage(env.INSERT_QUEUE, { reindex: appId, step: after.step }, after.next === 'wait' ? { delaySeconds: DEFER_SECONDS } : {});
+    }
+    message.ack();
+  } catch (error) {
+    // Past max_retries the dead-letter consumer drops it; the sweeper resumes the stalled reindex (sweeper.ts).
+    await tryAgainLater(env.INSERT_QUEUE, message, error, async () => {
+      console.error(JSON.stringify({ event: 'reindex_step_error', appId, step, attempt: message.attempts, error: String(error) }));
+      await noteReindexError(env.DB, appId, String(error)).catch(() => undefined);
+    });
   }
 }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { APP_KEY_PARAMETER } from '../auth/middleware';
 import { GENERAL } from '../http/messages';
 import { valueSchema, type ParamShape } from '../http/param-schema';
-import { OPERATIONS, type Operation } from './operations';
+import type { RouteDeclaration } from '../http/route';
 import * as responses from './responses';
 
 export type JsonSchema = { [key: string]: unknown };
@@ -26,7 +26,7 @@ const COMPONENTS = new Map<z.ZodType, string>(
 );
 const ref = (schema: z.ZodType): JsonSchema => ({ $ref: `#/components/schemas/${COMPONENTS.get(schema)}` });
 
-const SECURITY: Record<Operation['auth'], Record<string, string[]>[]> = {
+const SECURITY: Record<RouteDeclaration['auth'], Record<string, string[]>[]> = {
   client: [{ basicAuth: [] }, { appKey: [] }],
   backend: [{ basicAuth: [] }],
   admin: [{ adminToken: [] }],
@@ -38,6 +38,7 @@ const ERROR_STATUSES: Record<number, string> = {
   400: 'A missing, malformed or out-of-range parameter; the message says which.',
   401: `Bad or missing credentials: "${GENERAL.unauthorized}"`,
   404: 'An unknown im_name or app.',
+  409: 'A reindex into another model is under way: ask again once it is done.',
   429: `"${GENERAL.busy}": past the application's calls a minute, with \`Retry-After\` at the next minute.`,
   500: `"${GENERAL.systemError}"`,
 };
@@ -66,7 +67,7 @@ function parameters(shape: ParamShape | undefined, location: 'path' | 'query'): 
 
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-/** A form of `{key}[i]` parameters, one group per item (spec 4.1): every key of the item schema, indexed. */
+/** A form of `{key}[i]` parameters, one group per item (docs/api.md, POST /insert): every key of the item schema, indexed. */
 function indexedForm(item: z.ZodObject): JsonSchema {
   const schema = jsonSchema(item);
   const properties = Object.entries((schema.properties ?? {}) as Record<string, JsonSchema>);
@@ -80,17 +81,32 @@ function indexedForm(item: z.ZodObject): JsonSchema {
   return { type: 'object', description: 'Item `i` (0-based) as `{key}[i]` parameters.', patternProperties, required };
 }
 
-function requestBody(body: NonNullable<Operation['body']>): JsonSchema {
+function requestBody(body: NonNullable<RouteDeclaration['body']>): JsonSchema {
   const schema = 'indexed' in body ? indexedForm(body.indexed) : jsonSchema(body.schema);
   return { required: true, content: Object.fromEntries(body.media.map((media) => [media, { schema }])) };
 }
 
+/** The `status` values a response schema allows. */
+function statuses(schema: z.ZodType): string[] {
+  const status = ((jsonSchema(schema).properties ?? {}) as Record<string, JsonSchema>).status ?? {};
+  return status.const === undefined ? ((status.enum ?? []) as string[]) : [String(status.const)];
+}
+
+/** An answer and its failure are told apart by `status`: `fail` is the failure, the other values the answer. */
+const byStatus = (answer: z.ZodType, failure: z.ZodType): JsonSchema => ({
+  propertyName: 'status',
+  mapping: Object.fromEntries([
+    ...statuses(answer).map((status) => [status, ref(answer).$ref]),
+    ...statuses(failure).map((status) => [status, ref(failure).$ref]),
+  ]),
+});
+
 const logId = { 'X-Log-ID': { $ref: '#/components/headers/X-Log-ID' } };
 
-function operationResponses(operation: Operation): JsonSchema {
+function operationResponses(operation: RouteDeclaration): JsonSchema {
   const { success, failure } = operation;
   if ('envelope' in failure && success.schema) {
-    const schema = { oneOf: [ref(success.schema), ref(failure.envelope)] };
+    const schema = { oneOf: [ref(success.schema), ref(failure.envelope)], discriminator: byStatus(success.schema, failure.envelope) };
     const description = `${success.description} ${FAILURE_DESCRIPTION}`;
     return { [success.status]: { description, headers: logId, content: { 'application/json': { schema } } } };
   }
@@ -107,7 +123,7 @@ function operationResponses(operation: Operation): JsonSchema {
   };
 }
 
-function pathItem(operation: Operation): JsonSchema {
+function pathItem(operation: RouteDeclaration): JsonSchema {
   const params = [...parameters(operation.pathParams, 'path'), ...parameters(operation.query, 'query')];
   return {
     operationId: operation.operationId,
@@ -129,26 +145,27 @@ const DESCRIPTION = [
     'Booleans accept `true`/`false`, `True`/`False` and `1`/`0`.',
   '**Status policy.** Every answer of the API is HTTP 200 with JSON `status` (`OK`, `warning`, `fail`), `method` and ' +
     '`error`, failures included, as the original service answers and its official SDKs expect; busy answers carry ' +
-    '`Retry-After`. Numbered data errors (spec 7.2) are objects with `error_code`, every other message a plain ' +
+    '`Retry-After`. Numbered data errors are objects with `error_code`, every other message a plain ' +
     'string. Search answers carry `reqid`, which every answer also sends as `X-Log-ID`. Only the admin API, the ' +
     "console's `/image` and unknown paths answer with other HTTP statuses.",
-  '**Forms of the official SDKs** beyond the spec\'s letter: `GET /recommendation` (the same as `/search`), ' +
+  '**Forms of the official SDKs** beyond the contract\'s letter: `GET /recommendation` (the same as `/search`), ' +
     '`GET /uploadsearch` and `GET /discoversearch` with `im_url` or `im_id`, urlencoded POSTs of both upload searches ' +
     'when no file is sent, and `/insert` without `im_url` for an image already in the collection (a metadata-only ' +
     'update).',
 ].join('\n\n');
 
-function build(): JsonSchema {
+/** The OpenAPI 3.1 document of these routes' declarations (src/http/route.ts). */
+export function openApiDocument(routes: readonly RouteDeclaration[]): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {};
-  for (const operation of OPERATIONS) (paths[operation.path] ??= {})[operation.method] = pathItem(operation);
+  for (const operation of routes) (paths[operation.path] ??= {})[operation.method] = pathItem(operation);
   return {
     openapi: '3.1.0',
-    // The interface itself has no versions (spec 9): this numbers the document.
+    // The interface itself has no versions (docs/api.md, Versions): this numbers the document.
     info: { title: 'Image Search API', version: '1', description: DESCRIPTION },
     tags: [
       { name: 'Search', description: 'Search endpoints: Basic auth, or the app key for browser and mobile clients.' },
       { name: 'Data', description: 'Data endpoints: Basic auth only.' },
-      { name: 'Admin', description: 'The dashboard of the spec, as an HTTP API (docs/decisions.md).' },
+      { name: 'Admin', description: 'The dashboard of the original service, as an HTTP API (docs/decisions.md).' },
       { name: 'Reference', description: 'This document.' },
     ],
     paths,
@@ -168,8 +185,3 @@ function build(): JsonSchema {
     },
   };
 }
-
-let built: JsonSchema | undefined;
-
-/** The OpenAPI 3.1 document of every operation; built once per isolate. */
-export const openApiDocument = (): JsonSchema => (built ??= build());

@@ -32,7 +32,8 @@ function typeOf(schema: JsonSchema): string {
   }
   if (schema.const !== undefined) return code(schema.const);
   if (Array.isArray(schema.enum)) return schema.enum.map(code).join(' | ');
-  if (Array.isArray(schema.anyOf)) return schema.anyOf.map((option) => typeOf(asSchema(option))).join(' | ');
+  const options = schema.anyOf ?? schema.oneOf;
+  if (Array.isArray(options)) return options.map((option) => typeOf(asSchema(option))).join(' | ');
   if (schema.type === 'array') return `array of ${typeOf(asSchema(schema.items))}`;
   if (schema.format === 'binary') return 'file';
   return escape(schema.type ?? 'any');

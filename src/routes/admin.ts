@@ -1,11 +1,11 @@
-import { Hono, type Context } from 'hono';
+import type { Context, Handler } from 'hono';
 import type { z } from 'zod';
-import { createAppBody, reindexBody, schemaBody, settingsBody } from '../admin/bodies';
-import { requireAdmin } from '../auth/admin';
+import { APP_PATH, createAppBody, reindexBody, schemaBody, settingsBody } from '../admin/bodies';
 import { newAppKeys } from '../auth/keys';
 import type { AppEnv, Env } from '../env';
 import { invalidParameter, ApiError } from '../http/envelope';
-import { endpoint } from '../http/middleware';
+import { httpErrors, route, type RouteDeclaration } from '../http/route';
+import * as responses from '../openapi/responses';
 import { sendReindexMessage } from '../ingest/message';
 import { createApp, getApp, getSchema, replaceSchema, updateSettings, type AppRecord } from '../storage/apps';
 import { defaultEmbedModel, embedModels, isEmbedModel } from '../storage/embed-models';
@@ -38,23 +38,21 @@ async function readJson<T>(c: Context<AppEnv>, schema: z.ZodType<T>): Promise<T>
   return parsed.data;
 }
 
-/** The "dashboard" of the spec, as an HTTP API (docs/decisions.md). */
-export const adminRoutes = new Hono<AppEnv>();
-
-adminRoutes.use('*', endpoint('admin', { httpStatuses: true }), requireAdmin);
-
-adminRoutes.post('/apps', async (c) => {
+const createAppHandler: Handler<AppEnv> = async (c) => {
   const { name, embed_model: embedModel = defaultEmbedModel(c.env) } = await readJson(c, createAppBody);
   requireEmbedModel(c.env, embedModel);
   // The secret key and the app key are answered this once: only their digests are kept.
   const { credentials, stored } = await newAppKeys(name);
   await createApp(c.env.DB, stored, embedModel);
   return c.json({ status: 'OK', ...credentials, name }, 201);
-});
+};
 
 function requireEmbedModel(env: Env, model: string): void {
   if (!isEmbedModel(env, model)) throw invalidParameter(`embed_model: ${model} is not one of ${[...embedModels(env).keys()].join(', ')}`);
 }
+
+/** The routes under one application (Hono's form of their path, for the `app_id` parameter). */
+type AppPath = '/admin/apps/:app_id';
 
 async function appOrNotFound(db: D1Database, appId: string): Promise<AppRecord> {
   const app = await getApp(db, appId);
@@ -62,18 +60,18 @@ async function appOrNotFound(db: D1Database, appId: string): Promise<AppRecord> 
   return app;
 }
 
-adminRoutes.get('/apps/:app_id', async (c) => {
+const getAppHandler: Handler<AppEnv, AppPath> = async (c) => {
   const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
   const fields = (await getSchema(c.env.DB, app.id)).map(({ name, type, searchable }) => ({ name, type, searchable }));
   return c.json({ status: 'OK', ...describe(app), schema: { fields } });
-});
+};
 
 /**
  * Operator settings: `image_limit` (collection size), `pending_limit` (images waiting to be processed),
  * `searches_per_minute` and `upload_bytes_per_minute` (calls of the searches and `/image`, and query-image bytes a
  * minute: src/search/quota.ts), null lifting one; `text_default_operator` (AND or OR) between adjacent words of a text `fq`.
  */
-adminRoutes.patch('/apps/:app_id', async (c) => {
+const updateAppHandler: Handler<AppEnv, AppPath> = async (c) => {
   const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
   const body = await readJson(c, settingsBody);
   await updateSettings(c.env.DB, app.id, {
@@ -84,14 +82,14 @@ adminRoutes.patch('/apps/:app_id', async (c) => {
     textDefaultOperator: body.text_default_operator,
   });
   return c.json({ status: 'OK', ...describe(await appOrNotFound(c.env.DB, app.id)) });
-});
+};
 
-adminRoutes.put('/apps/:app_id/schema', async (c) => {
+const replaceSchemaHandler: Handler<AppEnv, AppPath> = async (c) => {
   const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
   const { fields } = await readJson(c, schemaBody);
   await replaceSchema(c.env.DB, app.id, fields);
   return c.json({ status: 'OK', app_id: app.id, schema: { fields } });
-});
+};
 
 /** An application's latest reindex as the admin API answers it; 404 when it never had one. */
 async function describeReindex(env: Env, app: AppRecord) {
@@ -130,7 +128,7 @@ async function resumeReindexInto(db: D1Database, app: AppRecord, toModel: string
  * Model upgrades without re-inserting (ingest/reindex.ts): the application's images are embedded again by
  * `embed_model` while its searches keep the current model, then it moves to the new one at once.
  */
-adminRoutes.post('/apps/:app_id/reindex', async (c) => {
+const startReindexHandler: Handler<AppEnv, AppPath> = async (c) => {
   const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
   const { embed_model: toModel } = await readJson(c, reindexBody);
   requireEmbedModel(c.env, toModel);
@@ -144,6 +142,103 @@ adminRoutes.post('/apps/:app_id/reindex', async (c) => {
   const step = started?.step ?? (await resumeReindexInto(c.env.DB, app, toModel));
   await sendReindexMessage(c.env.INSERT_QUEUE, { reindex: app.id, step });
   return c.json(await describeReindex(c.env, app), 202);
-});
+};
 
-adminRoutes.get('/apps/:app_id/reindex', async (c) => c.json(await describeReindex(c.env, await appOrNotFound(c.env.DB, c.req.param('app_id')))));
+const getReindexHandler: Handler<AppEnv, AppPath> = async (c) => c.json(await describeReindex(c.env, await appOrNotFound(c.env.DB, c.req.param('app_id'))));
+
+const JSON_BODY = ['application/json'];
+/** The original service's "dashboard", as an HTTP API (docs/decisions.md): its failures answer with their HTTP status. */
+const adminAccess = { tag: 'Admin', auth: 'admin', endpoint: 'admin' } satisfies Partial<RouteDeclaration>;
+
+export const adminRoutes = [
+  route(
+    {
+      ...adminAccess,
+      method: 'post',
+      path: '/admin/apps',
+      operationId: 'createApp',
+      summary: 'Create an application',
+      body: { media: JSON_BODY, schema: createAppBody },
+      success: { status: 201, schema: responses.createdAppResponse, description: 'The new application and its keys.' },
+      failure: httpErrors(),
+    },
+    createAppHandler,
+  ),
+  route(
+    {
+      ...adminAccess,
+      method: 'get',
+      path: '/admin/apps/{app_id}',
+      operationId: 'getApp',
+      summary: 'An application, its settings and schema (no secrets)',
+      pathParams: APP_PATH,
+      success: { status: 200, schema: responses.appResponse, description: 'The application.' },
+      failure: httpErrors(404),
+    },
+    getAppHandler,
+  ),
+  route(
+    {
+      ...adminAccess,
+      method: 'patch',
+      path: '/admin/apps/{app_id}',
+      operationId: 'updateApp',
+      summary: 'Operator settings of an application',
+      description:
+        '`image_limit` (collection size), `pending_limit` (images waiting to be processed), `searches_per_minute` and ' +
+        '`upload_bytes_per_minute` (calls of the searches and `/image`, and query-image bytes, uploaded or downloaded, a ' +
+        'minute, past which they answer busy with `Retry-After`), null lifting one; ' +
+        '`text_default_operator` between adjacent words of a text `fq`.',
+      pathParams: APP_PATH,
+      body: { media: JSON_BODY, schema: settingsBody },
+      success: { status: 200, schema: responses.appSettingsResponse, description: 'The application.' },
+      failure: httpErrors(404),
+    },
+    updateAppHandler,
+  ),
+  route(
+    {
+      ...adminAccess,
+      method: 'put',
+      path: '/admin/apps/{app_id}/schema',
+      operationId: 'replaceSchema',
+      summary: 'Replace the metadata schema of an application',
+      pathParams: APP_PATH,
+      body: { media: JSON_BODY, schema: schemaBody },
+      success: { status: 200, schema: responses.appSchemaResponse, description: 'The new schema.' },
+      failure: httpErrors(404),
+    },
+    replaceSchemaHandler,
+  ),
+  route(
+    {
+      ...adminAccess,
+      method: 'post',
+      path: '/admin/apps/{app_id}/reindex',
+      operationId: 'startReindex',
+      summary: "Re-embed an application's images by another embedding model",
+      description:
+        "The stored originals are embedded again by `embed_model` into that model's indexes while searches keep using " +
+        'the current one; once every image is in it, the application moves to it at once and the old vectors are ' +
+        'deleted. Asked again, a reindex under way into the same model goes on; a failed one resumes.',
+      pathParams: APP_PATH,
+      body: { media: JSON_BODY, schema: reindexBody },
+      success: { status: 202, schema: responses.reindexResponse, description: 'The reindex and its progress.' },
+      failure: httpErrors(404, 409),
+    },
+    startReindexHandler,
+  ),
+  route(
+    {
+      ...adminAccess,
+      method: 'get',
+      path: '/admin/apps/{app_id}/reindex',
+      operationId: 'getReindex',
+      summary: "An application's latest reindex and its progress",
+      pathParams: APP_PATH,
+      success: { status: 200, schema: responses.reindexResponse, description: 'The reindex and its progress.' },
+      failure: httpErrors(404),
+    },
+    getReindexHandler,
+  ),
+];

@@ -1,34 +1,46 @@
-import { Hono } from 'hono';
-import { authenticate } from '../auth/middleware';
 import { paletteVector } from '../colors/palette-vector';
-import type { AppEnv } from '../env';
-import { endpoint } from '../http/middleware';
-import { readColorQuery } from '../search/color-query';
-import { readSearchOptions } from '../search/options';
-import { searchQuota } from '../search/quota';
-import { emptySearchPage } from '../search/paging';
+import { ok } from '../http/middleware';
+import { route } from '../http/route';
+import * as responses from '../openapi/responses';
+import { ADVANCED } from '../search/advanced';
 import { requireCollection } from '../search/collection';
-import { searchSimilar } from '../search/similar';
+import { COLOR_QUERY, readColorQuery } from '../search/color-query';
+import { readSearchOptions } from '../search/options';
+import { emptySearchPage, PAGING } from '../search/paging';
+import { searchQuota } from '../search/quota';
+import { runSearch } from '../search/pipeline';
 import { getSchema } from '../storage/apps';
 
-export const colorSearchRoutes = new Hono<AppEnv>();
+/** Search by color (docs/api.md, GET /colorsearch): images whose palette (or a detected object's) is nearest the asked colours. */
+export const colorSearchRoutes = [
+  route(
+    {
+      method: 'get',
+      path: '/colorsearch',
+      operationId: 'colorsearch',
+      tag: 'Search',
+      summary: 'Search by colour',
+      description: "Images whose palette (or a detected object's) is nearest the asked colours.",
+      auth: 'client',
+      endpoint: 'colorsearch',
+      query: { ...COLOR_QUERY, page: PAGING.page, limit: PAGING.limit, ...ADVANCED },
+      success: { status: 200, schema: responses.colorSearchResponse, description: 'Results, best first.' },
+      failure: { envelope: responses.searchFailure, fields: emptySearchPage },
+    },
+    searchQuota,
+    async (c) => {
+      const { params, app } = c.var;
+      const colors = readColorQuery(params, Number(c.env.COLOR_SEARCH_MAX_COLORS));
+      const options = readSearchOptions(params, await getSchema(c.env.DB, app.id), app, { limitName: 'limit', allowGroupBy: true });
+      await requireCollection(c.env.DB, app.id);
 
-/** Search by color (spec 4.7): images whose palette (or a detected object's) is nearest the asked colours. */
-colorSearchRoutes.get('/colorsearch', endpoint('colorsearch', { failureFields: emptySearchPage }), authenticate({ allowAppKey: true }), searchQuota, async (c) => {
-  const { params, app } = c.var;
-  const colors = readColorQuery(params, Number(c.env.COLOR_SEARCH_MAX_COLORS));
-  const options = readSearchOptions(params, await getSchema(c.env.DB, app.id), app, { limitName: 'limit', allowGroupBy: true });
-  await requireCollection(c.env.DB, app.id);
-
-  const page = await searchSimilar(c.env, { appId: app.id, embedModel: app.embedModel, space: 'color', vector: paletteVector(colors) }, options);
-  return c.json({
-    status: 'OK',
-    method: 'colorsearch',
-    error: [],
-    page: options.paging.page,
-    limit: options.paging.limit,
-    ...page,
-    ...(options.qinfo ? { qinfo: { colors } } : {}),
-    reqid: c.var.reqid,
-  });
-});
+      const page = await runSearch(c.env, { appId: app.id, embedModel: app.embedModel, space: 'color', vector: paletteVector(colors) }, options);
+      return ok(c, {
+        page: options.paging.page,
+        limit: options.paging.limit,
+        ...page,
+        ...(options.qinfo ? { qinfo: { colors } } : {}),
+      });
+    },
+  ),
+];

@@ -1,13 +1,14 @@
-import { Hono } from 'hono';
-import { authenticate } from '../auth/middleware';
+import type { Handler } from 'hono';
 import type { AppEnv } from '../env';
 import { ApiError, dataErrorEntry } from '../http/envelope';
 import { DATA_ERRORS, GENERAL } from '../http/messages';
-import { endpoint, failedWith } from '../http/middleware';
+import { failedWith } from '../http/middleware';
 import { readParam } from '../http/param-schema';
-import { indexedParams, INSERT_STATUS, MAX_REMOVE_NAMES, TRANSACTION } from '../ingest/data-params';
-import { couldNameImage, parseInsert, resolveMetadataUpdates } from '../ingest/insert-request';
+import { FORMS, route } from '../http/route';
+import { indexedParams, INSERT_STATUS, MAX_REMOVE_NAMES, REMOVED_IMAGE, TRANSACTION } from '../ingest/data-params';
+import { INSERT_IMAGE, INSERT_LIMITS, parseInsert, resolveMetadataUpdates } from '../ingest/insert-request';
 import { sendInsertMessages } from '../ingest/message';
+import * as responses from '../openapi/responses';
 import { getSchema, type AppRecord } from '../storage/apps';
 import { existingNames, removeImages } from '../storage/images';
 import { deleteRetiredSoon } from '../storage/retired';
@@ -15,13 +16,11 @@ import { createTransaction, deleteTransaction, getTransactionStatus, type Insert
 import { LimitReached } from '../storage/usage';
 
 /**
- * An `/insert` within the spec's limits carries up to 100 images of 32 values of 5000 characters (16 MB of ASCII):
+ * An `/insert` within the API's limits carries up to 100 images of 32 values of 5000 characters (16 MB of ASCII):
  * its body may be 20 MB, more than other endpoints' MAX_BODY_BYTES. Multibyte values take fewer images a call
  * (docs/decisions.md).
  */
 export const INSERT_MAX_BODY_BYTES = 20 * 1024 * 1024;
-
-export const dataRoutes = new Hono<AppEnv>();
 
 /** The operator's limits (createTransaction decides them): a full collection refuses the call, a backlog is "busy". */
 async function recordWithinLimits(db: D1Database, app: AppRecord, items: InsertItem[]): Promise<number> {
@@ -36,9 +35,7 @@ async function recordWithinLimits(db: D1Database, app: AppRecord, items: InsertI
 /** A failed insert or remove affected no image. */
 const nothingDone = () => ({ total: 0, result: [] });
 
-const insertEndpoint = endpoint('insert', { maxBodyBytes: INSERT_MAX_BODY_BYTES, failureFields: nothingDone });
-
-dataRoutes.post('/insert', insertEndpoint, authenticate({ allowAppKey: false }), async (c) => {
+const insert: Handler<AppEnv> = async (c) => {
   const { app, params } = c.var;
   const parsed = parseInsert(params, await getSchema(c.env.DB, app.id));
   if (parsed.kind === 'too_many') throw ApiError.data(400, parsed.error);
@@ -65,9 +62,9 @@ dataRoutes.post('/insert', insertEndpoint, authenticate({ allowAppKey: false }),
     result: [],
     error: rejected,
   });
-});
+};
 
-dataRoutes.get('/insert/status/:trans_id', endpoint('insert/status', { failureFields: () => ({ result: [] }) }), authenticate({ allowAppKey: false }), async (c) => {
+const insertStatus: Handler<AppEnv, '/insert/status/:trans_id'> = async (c) => {
   const notFound = ApiError.data(404, DATA_ERRORS.transactionNotFound);
   // Anything but a trans_id (digits, below 2^53) names no transaction.
   const raw = c.req.param('trans_id');
@@ -79,13 +76,13 @@ dataRoutes.get('/insert/status/:trans_id', endpoint('insert/status', { failureFi
   });
   if (!status) throw notFound;
   return c.json({ status: 'OK', method: 'insert/status', result: [status], error: [] });
-});
+};
 
 /**
  * Removes images: hidden from search at once (D1), then their vectors and stored bytes are deleted, by a path that
  * is retried until it succeeds (storage/retired.ts). An insert of a name accepted before its removal is not applied.
  */
-dataRoutes.post('/remove', endpoint('remove', { failureFields: nothingDone }), authenticate({ allowAppKey: false }), async (c) => {
+const remove: Handler<AppEnv> = async (c) => {
   const requested = [...indexedParams(c.var.params)].flatMap(([index, fields]) => {
     const imName = fields.get('im_name');
     return imName === undefined ? [] : [{ index, imName }];
@@ -93,8 +90,7 @@ dataRoutes.post('/remove', endpoint('remove', { failureFields: nothingDone }), a
   if (requested.length === 0) throw new ApiError(400, 'im_name[0] is required.');
   if (requested.length > MAX_REMOVE_NAMES) throw new ApiError(400, `At most ${MAX_REMOVE_NAMES} images can be removed per call.`);
 
-  const possible = requested.map((item) => item.imName).filter(couldNameImage);
-  const removedNames = new Set(await removeImages(c.env.DB, c.var.app.id, [...new Set(possible)]));
+  const removedNames = new Set(await removeImages(c.env.DB, c.var.app.id, requested.map((item) => item.imName)));
   await deleteRetiredSoon(c.env, c.var.app.id);
   const seen = new Set<string>();
   const error = requested.flatMap((item) => {
@@ -104,4 +100,62 @@ dataRoutes.post('/remove', endpoint('remove', { failureFields: nothingDone }), a
   });
   if (removedNames.size === 0) return failedWith(c, error);
   return c.json({ status: error.length > 0 ? 'warning' : 'OK', method: 'remove', total: removedNames.size, result: [], error });
-});
+};
+
+const dataAccess = { tag: 'Data', auth: 'backend' } as const;
+
+export const dataRoutes = [
+  route(
+    {
+      ...dataAccess,
+      endpoint: 'insert',
+      method: 'post',
+      path: '/insert',
+      operationId: 'insert',
+      summary: 'Add or update images',
+      description:
+        `Each image is sent as \`{key}[i]\` form parameters, \`i\` its 0-based index: at most ` +
+        `${INSERT_LIMITS.maxImages} images of at most ${INSERT_LIMITS.maxKeysPerImage} keys each. Images are processed ` +
+        'asynchronously: follow the transaction with `/insert/status`. An image already in the collection sent without ' +
+        '`im_url` has only its given metadata fields changed (no download, no new embedding).',
+      body: { media: FORMS, indexed: INSERT_IMAGE },
+      maxBodyBytes: INSERT_MAX_BODY_BYTES,
+      success: { status: 200, schema: responses.insertResponse, description: '`warning` when some images were refused.' },
+      failure: { envelope: responses.dataFailure, fields: nothingDone },
+    },
+    insert,
+  ),
+  route(
+    {
+      ...dataAccess,
+      endpoint: 'insert/status',
+      method: 'get',
+      path: '/insert/status/{trans_id}',
+      operationId: 'insertStatus',
+      summary: 'Progress and errors of an insert transaction',
+      description: 'There are ceil(fail_count / error_limit) pages of errors.',
+      pathParams: TRANSACTION,
+      query: INSERT_STATUS,
+      success: { status: 200, schema: responses.insertStatusResponse, description: 'The transaction.' },
+      failure: { envelope: responses.insertStatusFailure, fields: () => ({ result: [] }) },
+    },
+    insertStatus,
+  ),
+  route(
+    {
+      ...dataAccess,
+      endpoint: 'remove',
+      method: 'post',
+      path: '/remove',
+      operationId: 'remove',
+      summary: 'Remove images',
+      description:
+        `Names are sent as \`im_name[i]\`, at most ${MAX_REMOVE_NAMES} per call; ` +
+        'search stops finding them at once.',
+      body: { media: FORMS, indexed: REMOVED_IMAGE },
+      success: { status: 200, schema: responses.removeResponse, description: '`warning` when a name was not found.' },
+      failure: { envelope: responses.dataFailure, fields: nothingDone },
+    },
+    remove,
+  ),
+];

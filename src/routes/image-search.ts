@@ -1,36 +1,30 @@
-import { Hono, type Context } from 'hono';
-import { createFactory } from 'hono/factory';
+import type { Context, Handler } from 'hono';
 import { wrapTime } from 'hono/timing';
-import { authenticate } from '../auth/middleware';
+import { z } from 'zod';
 import type { AppEnv } from '../env';
-import { endpoint } from '../http/middleware';
+import { ok } from '../http/middleware';
 import { readParam } from '../http/param-schema';
-import type { DetectedObject } from '../ports/inference/types';
-import {
-  byConfidence,
-  DEFAULT_DETECTION_LIMIT,
-  DETECTION,
-  describeObject,
-  detectionMode,
-  keptObjects,
-  objectAt,
-  readSensitivity,
-  typeList,
-} from '../search/detection';
-import { readSearchOptions } from '../search/options';
-import { searchQuota } from '../search/quota';
-import { emptySearchPage, noObjects } from '../search/paging';
+import { FORMS, route, type RouteDeclaration } from '../http/route';
+import * as responses from '../openapi/responses';
+import { ADVANCED } from '../search/advanced';
 import { requireCollection } from '../search/collection';
-import { analyzeBox, analyzeImage, type BoxAnalysis, type QueryRegion } from '../search/query-analysis';
-import { keepQueryImage, resolveQueryImage } from '../search/query-image';
-import { readRegion } from '../search/region';
-import { searchSimilar } from '../search/similar';
-import { embedQueryText, readQueryText, steer } from '../search/text-query';
+import { DEFAULT_DETECTION_LIMIT, DETECTION, describeObject, detectionMode, readSensitivity, typeList } from '../search/detection';
+import { readSearchOptions } from '../search/options';
+import { emptySearchPage, noObjects, PAGING } from '../search/paging';
+import { analyzeBox, analyzeImage, type BoxAnalysis } from '../search/query-analysis';
+import { keepQueryImage, QUERY_IMAGE, resolveQueryImage } from '../search/query-image';
+import {
+  discoverSearchedBox,
+  discoverSearchesContent,
+  discoverSearchTargets,
+  uploadSearchesContent,
+  uploadSearchTargets,
+} from '../search/query-object';
+import { searchQuota } from '../search/quota';
+import { readRegion, REGION } from '../search/region';
+import { runSearch } from '../search/pipeline';
+import { embedQueryText, readQueryText, steer, STEERING_TEXT } from '../search/text-query';
 import { getSchema } from '../storage/apps';
-
-export const imageSearchRoutes = new Hono<AppEnv>();
-const factory = createFactory<AppEnv>();
-
 
 /**
  * What both upload searches do first: read and check the parameters, then resolve and analyse the query image (the
@@ -43,7 +37,7 @@ async function prepare(
   endpoint: { limitName: 'limit' | 'result_limit'; allowPoints: boolean; searchesContent: (box: BoxAnalysis) => boolean },
 ) {
   const { params, app } = c.var;
-  // Spec 4.6: group_by is not supported by /discoversearch, the one endpoint with points.
+  // group_by is not supported by /discoversearch, the one endpoint with points.
   const options = readSearchOptions(params, await getSchema(c.env.DB, app.id), app, {
     limitName: endpoint.limitName,
     allowGroupBy: !endpoint.allowPoints,
@@ -69,41 +63,23 @@ async function prepare(
   // Kept while the index is searched (each route awaits both): the answer still names an im_id that is there.
   const kept = wrapTime(c, 'keep', keepQueryImage(c.env, app.id, query, analysis));
   const search = (vector: number[], objectType: string | undefined) =>
-    searchSimilar(c.env, { appId: app.id, embedModel: app.embedModel, space: 'visual', vector: textVector ? steer(vector, textVector) : vector, objectType }, options);
-  return { options, paging: options.paging, region, sensitivity, query, analysis, box, content, mode, search, kept, text };
+    runSearch(c.env, { appId: app.id, embedModel: app.embedModel, space: 'visual', vector: textVector ? steer(vector, textVector) : vector, objectType }, options);
+  const objects = { analysis, region, mode, sensitivity, box, content };
+  return { options, paging: options.paging, query, analysis, objects, mode, search, kept, text };
 }
 
-type SearchTarget = { object: Pick<DetectedObject, 'type' | 'score' | 'box' | 'embedding'>; objectType: string | undefined };
-const asTarget = (object: DetectedObject): SearchTarget => ({ object, objectType: object.type });
-
-/** A searched region that is no detected object, as the answers show it: `other`, unless an object fills it. */
-const regionAsObject = (region: QueryRegion, filling?: DetectedObject): SearchTarget => ({
-  object: { type: filling?.type ?? 'other', score: filling?.score ?? 1, ...region },
-  objectType: filling?.type,
-});
-
-/** Search by image (spec 4.5): the primary object, the object at a point, or what the box names, is searched. */
-const uploadSearch = factory.createHandlers(endpoint('uploadsearch', { failureFields: emptySearchPage }), authenticate({ allowAppKey: true }), searchQuota, async (c) => {
-  const { options, paging, region, sensitivity, analysis, query, box, content, mode, search, kept, text } = await prepare(c, {
+/** Search by image (docs/api.md, POST /uploadsearch): the primary object, the object at a point, or what the box names, is searched. */
+const uploadSearch: Handler<AppEnv> = async (c) => {
+  const { options, paging, analysis, query, objects, search, kept, text } = await prepare(c, {
     limitName: 'limit',
     allowPoints: false,
-    // A box around no detected object is searched as its own content.
-    searchesContent: (box) => box.named === undefined,
+    searchesContent: uploadSearchesContent,
   });
-  // Spec 4.5: `product_types` lists the detected objects; the first is the one searched.
-  let detected: SearchTarget[];
-  if (box?.named) detected = [asTarget(box.named)];
-  else if (content) detected = [regionAsObject(content.region, content.filling)];
-  else if (region.kind === 'points') detected = [objectAt(analysis.objects, mode, sensitivity, region.points[0]!)].filter((object) => object !== undefined).map(asTarget);
-  else detected = keptObjects(analysis.objects, mode, sensitivity).map(asTarget);
+  const detected = uploadSearchTargets(objects);
   const target = detected[0];
-
   const searched = target?.object ?? analysis.whole;
   const [page] = await Promise.all([wrapTime(c, 'index', search(searched.embedding, target?.objectType)), kept]);
-  return c.json({
-    status: 'OK',
-    method: 'uploadsearch',
-    error: [],
+  return ok(c, {
     page: paging.page,
     limit: paging.limit,
     product_types: detected.map(({ object }) => describeObject(object)),
@@ -111,65 +87,113 @@ const uploadSearch = factory.createHandlers(endpoint('uploadsearch', { failureFi
     ...page,
     im_id: query.imId,
     ...(options.qinfo ? { qinfo: { im_id: query.imId, box: searched.box, type: target?.objectType ?? null, ...(text && { q: text }) } } : {}),
-    reqid: c.var.reqid,
   });
-});
+};
 
-/**
- * Multiple product search (spec 4.6): every detected object (or the object at each point) gets its own results. A box
- * lists the objects in it, the one it is drawn around among them; a box with none is analysed on its own.
- */
-const discoverSearch = factory.createHandlers(endpoint('discoversearch', { failureFields: noObjects }), authenticate({ allowAppKey: true }), searchQuota, async (c) => {
-  // Spec 4.6: ignored when `point` is present, so not checked then either.
+/** Multiple product search (docs/api.md, POST /discoversearch): every detected object (or the object at each point) gets its own results. */
+const discoverSearch: Handler<AppEnv> = async (c) => {
+  // Ignored when `point` is present, so not checked then either.
   const detectionLimit = c.var.params.has('point') ? DEFAULT_DETECTION_LIMIT : readParam(c.var.params, DETECTION, 'detection_limit');
-  const { options, paging, region, sensitivity, query, analysis, box, content, mode, search, kept, text } = await prepare(c, {
+  const { options, paging, query, analysis, objects, mode, search, kept, text } = await prepare(c, {
     limitName: 'result_limit',
     allowPoints: true,
-    searchesContent: (box) => box.named === undefined && box.within.length === 0,
+    searchesContent: discoverSearchesContent,
   });
-
-  let targets: SearchTarget[];
-  if (content) targets = content.inside.length > 0 ? content.inside.slice(0, detectionLimit).map(asTarget) : [regionAsObject(content.region)];
-  else if (box) {
-    // Spec 4.6: the more confident objects first; the one the box is drawn around is always among them.
-    const others = box.within.slice(0, detectionLimit - (box.named ? 1 : 0));
-    targets = [...(box.named ? [box.named] : []), ...others].sort(byConfidence).map(asTarget);
-  }
-  else if (mode.kind === 'off') targets = [regionAsObject(analysis.whole)];
-  else {
-    const objects =
-      region.kind === 'points'
-        ? [...new Set(region.points.map((point) => objectAt(analysis.objects, mode, sensitivity, point)).filter((object) => object !== undefined))]
-        : keptObjects(analysis.objects, mode, sensitivity).slice(0, detectionLimit);
-    targets = objects.map(asTarget);
-  }
-
   const searching = Promise.all(
-    targets.map(async ({ object, objectType }) => {
+    discoverSearchTargets(objects, detectionLimit).map(async ({ object, objectType }) => {
       const page = await search(object.embedding, objectType);
       return { ...describeObject(object), ...page };
     }),
   );
-  const [objects] = await Promise.all([wrapTime(c, 'index', searching), kept]);
-  const searchedBox = box?.named?.box ?? content?.region.box ?? (region.kind === 'box' ? region.box : analysis.whole.box);
-  return c.json({
-    status: 'OK',
-    method: 'discoversearch',
-    error: [],
+  const [found] = await Promise.all([wrapTime(c, 'index', searching), kept]);
+  const detection = mode.kind === 'type' ? mode.type : mode.kind;
+  return ok(c, {
     result_limit: paging.limit,
     detection_limit: detectionLimit,
     page: paging.page,
-    objects,
+    objects: found,
     object_types_list: typeList(analysis.types),
     im_id: query.imId,
-    ...(options.qinfo ? { qinfo: { im_id: query.imId, box: searchedBox, detection: mode.kind === 'type' ? mode.type : mode.kind, ...(text && { q: text }) } } : {}),
-    reqid: c.var.reqid,
+    ...(options.qinfo ? { qinfo: { im_id: query.imId, box: discoverSearchedBox(objects), detection, ...(text && { q: text }) } } : {}),
   });
-});
+};
+
+const { page, limit, result_limit } = PAGING;
+const { group_by, group_limit, ...advancedWithoutGroups } = ADVANCED;
+const { detection_limit, ...detection } = DETECTION;
+const { image: _file, ...imageByReference } = QUERY_IMAGE;
+const uploadSearchParams = { box: REGION.box, ...detection, ...STEERING_TEXT, page, limit, ...ADVANCED };
+const discoverSearchParams = { ...REGION, ...detection, detection_limit, ...STEERING_TEXT, page, result_limit, ...advancedWithoutGroups };
+
+const searchAccess = { tag: 'Search', auth: 'client' } as const;
+const uploadSearchRoute = {
+  ...searchAccess,
+  endpoint: 'uploadsearch',
+  success: { status: 200, schema: responses.uploadSearchResponse, description: 'Results for the searched object.' },
+  failure: { envelope: responses.searchFailure, fields: emptySearchPage },
+} satisfies Partial<RouteDeclaration>;
+const discoverSearchRoute = {
+  ...searchAccess,
+  endpoint: 'discoversearch',
+  success: { status: 200, schema: responses.discoverSearchResponse, description: 'Objects and their results.' },
+  failure: { envelope: responses.discoverSearchFailure, fields: noObjects },
+} satisfies Partial<RouteDeclaration>;
 
 // An image URL or im_id fits a GET, as the official Python and Android SDKs send them; a file needs a POST, multipart
 // or (without a file) urlencoded (docs/decisions.md).
-for (const method of ['get', 'post'] as const) {
-  imageSearchRoutes[method]('/uploadsearch', ...uploadSearch);
-  imageSearchRoutes[method]('/discoversearch', ...discoverSearch);
-}
+export const imageSearchRoutes = [
+  route(
+    {
+      ...uploadSearchRoute,
+      method: 'post',
+      path: '/uploadsearch',
+      operationId: 'uploadsearch',
+      summary: 'Search by an uploaded image, an image URL or an earlier upload',
+      description:
+        'Exactly one of `image`, `im_url` and `im_id`. The primary detected object is searched, or the ' +
+        'object at a zero-size `box`, or the area of a `box`; `q` steers it by a text (a model that reads text only).',
+      body: { media: FORMS, schema: z.object({ ...QUERY_IMAGE, ...uploadSearchParams }) },
+    },
+    searchQuota,
+    uploadSearch,
+  ),
+  route(
+    {
+      ...uploadSearchRoute,
+      method: 'get',
+      path: '/uploadsearch',
+      operationId: 'uploadsearchByReference',
+      summary: 'Search by an image URL or an earlier upload, as a GET',
+      description: 'As `POST /uploadsearch`, with `im_url` or `im_id` (a file needs a POST).',
+      query: { ...imageByReference, ...uploadSearchParams },
+    },
+    searchQuota,
+    uploadSearch,
+  ),
+  route(
+    {
+      ...discoverSearchRoute,
+      method: 'post',
+      path: '/discoversearch',
+      operationId: 'discoversearch',
+      summary: 'Every detected object of an image, each with its own results',
+      description: 'Exactly one of `image`, `im_url` and `im_id`; not both `box` and `point`; no `group_by`.',
+      body: { media: FORMS, schema: z.object({ ...QUERY_IMAGE, ...discoverSearchParams }) },
+    },
+    searchQuota,
+    discoverSearch,
+  ),
+  route(
+    {
+      ...discoverSearchRoute,
+      method: 'get',
+      path: '/discoversearch',
+      operationId: 'discoversearchByReference',
+      summary: 'Every detected object of an image given by URL or earlier upload, as a GET',
+      description: 'As `POST /discoversearch`, with `im_url` or `im_id` (a file needs a POST).',
+      query: { ...imageByReference, ...discoverSearchParams },
+    },
+    searchQuota,
+    discoverSearch,
+  ),
+];

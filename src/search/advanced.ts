@@ -1,9 +1,9 @@
 import { decimal, flag, integer, list, text } from '../http/param-schema';
 
-/** Spec 4.8: the advanced parameters every search endpoint shares (readSearchOptions reads and checks them). */
+/** docs/api.md, Advanced parameters: the advanced parameters every search endpoint shares (readSearchOptions reads and checks them). */
 export const ADVANCED = {
   fq: list(
-    'Filter on a searchable metadata field, `<field>:<value>` (spec 4.9: exact strings joined with OR, ' +
+    'Filter on a searchable metadata field, `<field>:<value>` (exact strings joined with OR, ' +
       '`<min>,<max>` ranges for numbers, AND/OR/NOT queries for text). Repeatable, one per field; a field not in ' +
       'the schema is ignored.',
   ),

@@ -7,7 +7,7 @@ import type { PaletteColor } from '../ports/inference/types';
 
 const COLOR = /^([^:]*)(?::(.*))?$/;
 
-/** Spec 4.7; readColorQuery checks the values. */
+/** docs/api.md, GET /colorsearch; readColorQuery checks the values. */
 export const COLOR_QUERY = {
   color: z
     .array(z.string())
@@ -20,7 +20,7 @@ export const COLOR_QUERY = {
 };
 
 /**
- * `/colorsearch`'s `color` parameters (spec 4.7): `<hex6>` or `<hex6>:<ratio>`, ratio an integer 1–100, at most
+ * `/colorsearch`'s `color` parameters: `<hex6>` or `<hex6>:<ratio>`, ratio an integer 1–100, at most
  * `maxColors`. With no ratio anywhere the colours share equally; a colour without a ratio among colours with one
  * gets their mean; the ratios are then normalised to sum to 1. A colour given twice adds up.
  */

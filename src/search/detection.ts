@@ -4,7 +4,7 @@ import type { DetectedObject } from '../ports/inference/types';
 import { boxArea } from '@edge-image-search/contract/boxes';
 import { contains, type Point } from './region';
 
-/** Spec 4.6 `detection`: `all`/`null` detect every type, a supported type that type, anything else: off. */
+/** `detection` (docs/api.md, POST /discoversearch): `all`/`null` detect every type, a supported type that type, anything else: off. */
 export type DetectionMode = { kind: 'off' } | { kind: 'all' } | { kind: 'type'; type: string };
 
 /**
@@ -25,10 +25,10 @@ const LOW_FLOOR_BY_TYPE: Readonly<Record<string, number>> = { Clock: 0.55, Botto
 export const minScore = (type: string, sensitivity: Sensitivity): number =>
   sensitivity === 'low' ? Math.max(MIN_SCORE.low, LOW_FLOOR_BY_TYPE[type] ?? 0) : MIN_SCORE.high;
 
-/** Spec 4.6: objects `/discoversearch` searches when `detection_limit` is not given, or ignored (with `point`). */
+/** The objects `/discoversearch` searches when `detection_limit` is not given, or ignored (with `point`). */
 export const DEFAULT_DETECTION_LIMIT = 5;
 
-/** Spec 4.6: the detection parameters of the upload searches. */
+/** The detection parameters of the upload searches. */
 export const DETECTION = {
   detection: text(
     'A type to detect, or `all` / `null` for every type (the default); any other value turns detection off and ' +
@@ -58,7 +58,7 @@ const ofMode = (objects: DetectedObject[], mode: DetectionMode): DetectedObject[
 export const keptObjects = (objects: DetectedObject[], mode: DetectionMode, sensitivity: Sensitivity): DetectedObject[] =>
   ofMode(objects, mode).filter((object) => object.score >= minScore(object.type, sensitivity));
 
-/** Spec 4.6: the more confident object first. */
+/** The more confident object first. */
 export const byConfidence = (a: DetectedObject, b: DetectedObject): number => b.score - a.score;
 
 /** The object at a point: the smallest one the mode and sensitivity keep that contains it. */
@@ -67,7 +67,7 @@ export const objectAt = (objects: DetectedObject[], mode: DetectionMode, sensiti
     .filter((object) => contains(object.box, point))
     .sort((a, b) => boxArea(a.box) - boxArea(b.box))[0];
 
-/** A detected object as the spec's responses show it (2.6); the detector has no attribute models. */
+/** A detected object as answers show it (docs/api.md, Result items and detected objects); the detector has no attribute models. */
 export const describeObject = (object: Pick<DetectedObject, 'type' | 'score' | 'box'>) => ({
   type: object.type,
   attributes: {},

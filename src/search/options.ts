@@ -9,7 +9,7 @@ import { requestedFields } from './value-map';
 
 export type SortBy = { field: string; direction: 'asc' | 'desc' };
 
-/** Every advanced parameter of spec 4.8, read and checked once for all search endpoints. */
+/** Every advanced parameter (docs/api.md, Advanced parameters), read and checked once for all search endpoints. */
 export type SearchOptions = {
   paging: Paging;
   withScore: boolean;
@@ -47,7 +47,7 @@ function readGroupBy(params: RequestParams, schema: SchemaField[], allowed: bool
   const field = readParam(params, ADVANCED, 'group_by');
   if (field === undefined || field === '') return null;
   if (!allowed) throw invalidParameter('group_by is not supported here.');
-  // Spec 2.2: any searchable field, text ones too (grouped by their whole value).
+  // Any searchable field, text ones too (grouped by their whole value).
   if (!schema.some((candidate) => candidate.name === field && candidate.searchable)) throw invalidParameter(`group_by field ${field} must be a searchable field.`);
   return { field, limit: readParam(params, ADVANCED, 'group_limit') };
 }
@@ -58,7 +58,7 @@ function readSortBy(params: RequestParams, schema: SchemaField[]): SortBy | null
   const match = /^(.+):(asc|desc)$/i.exec(raw.trim());
   if (!match) throw invalidParameter('sort_by must be <field>:asc or <field>:desc.');
   const field = match[1]!;
-  // A field outside the schema is ignored, as for fq and fl (spec 4.8); text fields hold no sortable value.
+  // A field outside the schema is ignored, as for fq and fl; text fields hold no sortable value.
   if (!schema.some((candidate) => candidate.name === field && candidate.type !== 'text')) return null;
   return { field, direction: match[2]!.toLowerCase() as SortBy['direction'] };
 }

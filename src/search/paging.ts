@@ -2,7 +2,7 @@ import { integer, readParam } from '../http/param-schema';
 import type { FailureFields } from '../http/middleware';
 import type { RequestParams } from '../http/params';
 
-/** Spec 8: at most 1000 results in total, 10 per page by default. */
+/** docs/api.md, Limits: at most 1000 results in total, 10 per page by default. */
 export const MAX_RESULTS = 1000;
 
 const pageSize = { min: 1, max: MAX_RESULTS, default: 10 };

@@ -11,13 +11,13 @@ import { findQueryImage, insertQueryImage, setQueryImageAnalysis } from '../stor
 import { keptAnalysisText, parseQueryAnalysis, type QueryAnalysis } from './query-analysis';
 import { countDownloadedBytes, refuseCutDownload } from './quota';
 
-/** Spec 4.5: an uploaded query image is at most 10 MB; an image URL is held to the same. */
+/** An uploaded query image is at most 10 MB; an image URL is held to the same. */
 export const MAX_QUERY_IMAGE_BYTES = 10 * 1024 * 1024;
 
-/** Spec 4.5: exactly one of them. */
+/** Exactly one of them. */
 export const QUERY_IMAGE = {
   image: file(
-    `The query image file, at most ${MAX_QUERY_IMAGE_BYTES / (1024 * 1024)} MB (formats of spec 2.1, at least 100 ` +
+    `The query image file, at most ${MAX_QUERY_IMAGE_BYTES / (1024 * 1024)} MB (JPEG, PNG, GIF, BMP, WebP, PNM, Sun raster or TIFF, at least 100 ` +
       'pixels one way, at most 40 MP).',
   ),
   im_url: text('A public URL of the query image, downloaded and searched.'),
@@ -70,7 +70,7 @@ function checkImage(bytes: Uint8Array): ImageInfo {
 }
 
 /**
- * The one image source of an upload search (spec 4.5): an uploaded file, an image URL, or the `im_id` of an earlier
+ * The one image source of an upload search (docs/api.md, POST /uploadsearch): an uploaded file, an image URL, or the `im_id` of an earlier
  * upload. A new image gets a new `im_id`, kept by keepQueryImage; an `im_id` is read back without any download, and
  * its bytes, counted when they came, are not counted again. `bytesLeft`: what a download may read (searchQuota).
  */

@@ -5,6 +5,13 @@ import { GENERAL } from '../http/messages';
 import type { AppRecord } from '../storage/apps';
 import { countUsage, type MinuteUsage } from '../storage/usage';
 
+/** What searchQuota sets: what the minute's `upload_bytes_per_minute` leaves this search to download; Infinity without it. */
+export type QuotaVariables = { queryBytesLeft: number };
+
+declare module 'hono' {
+  interface ContextVariableMap extends QuotaVariables {}
+}
+
 const over = (limit: number | null, used: number): boolean => limit !== null && used > limit;
 const busyTillNextMinute = (used: MinuteUsage): ApiError => new ApiError(429, GENERAL.busy, undefined, { retryAfterSeconds: used.secondsLeft });
 

@@ -8,13 +8,13 @@ export type Point = [number, number];
 /** The part of the query image a search looks at: all of it, a box, or the objects at some points. */
 export type Region = { kind: 'whole' } | { kind: 'box'; box: Box } | { kind: 'points'; points: Point[] };
 
-/** Spec 4.6: up to 5 stacked points. */
+/** docs/api.md, POST /discoversearch: up to 5 stacked points. */
 export const MAX_POINTS = 5;
 
 const BOX = /^(\d{1,6}),(\d{1,6}),(\d{1,6}),(\d{1,6})$/;
 const POINT = /^(\d{1,6}),(\d{1,6})$/;
 
-/** Spec 4.5 and 4.6; readRegion checks them with its own messages, in its own order. */
+/** docs/api.md, POST /uploadsearch and POST /discoversearch; readRegion checks them with its own messages, in its own order. */
 export const REGION = {
   box: z
     .string()

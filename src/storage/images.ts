@@ -1,5 +1,6 @@
 import type { PaletteColor } from '../ports/inference/types';
 import { formatTimestamp } from '../time';
+import { couldNameImage } from './image-name';
 import type { ImageMetadata } from './metadata';
 import { retireLiveVersions, retireUnlessLive } from './retired';
 import { forgetNumbers, NUMBER_TAKEN, takeNumber } from './sequence';
@@ -83,7 +84,9 @@ const narrowedMetadata = (param: string): string =>
 export type MetadataFields = readonly string[] | 'all';
 const fieldsParam = (fields: MetadataFields): string | null => (fields === 'all' ? null : JSON.stringify(fields));
 
+/** The named image; null for a name no image can have, which is not looked up. */
 export async function findImageByName(db: D1Database, appId: string, imName: string, fields: MetadataFields): Promise<ImageRow | null> {
+  if (!couldNameImage(imName)) return null;
   const row = await db
     .prepare(`SELECT id, im_name, im_url, ${narrowedMetadata('?3')}, object_count, blob_key FROM images WHERE app_id = ?1 AND im_name = ?2`)
     .bind(appId, imName, fieldsParam(fields))
@@ -114,11 +117,13 @@ export async function getImagesByIds(db: D1Database, appId: string, ids: number[
  * Removes the named images from D1, which hides them from every search at once, and in the same batch records the
  * removal of each name in the collection or waiting to be inserted, with the next sequence number (an insert of the
  * name accepted before it will not be applied), and
- * retires the removed versions, whose vectors and bytes are deleted after (retired_versions). Returns the names removed.
+ * retires the removed versions, whose vectors and bytes are deleted after (retired_versions). Returns the names removed;
+ * names no image can have are not looked up.
  */
 export async function removeImages(db: D1Database, appId: string, names: string[]): Promise<string[]> {
-  if (names.length === 0) return [];
-  const wanted = JSON.stringify(names);
+  const possible = [...new Set(names.filter(couldNameImage))];
+  if (possible.length === 0) return [];
+  const wanted = JSON.stringify(possible);
   const results = await db.batch<{ im_name: string }>([
     takeNumber(db),
     db
@@ -139,10 +144,11 @@ export async function removeImages(db: D1Database, appId: string, names: string[
 
 /** Which of `names` are in the application's collection. */
 export async function existingNames(db: D1Database, appId: string, names: string[]): Promise<Set<string>> {
-  if (names.length === 0) return new Set();
+  const possible = names.filter(couldNameImage);
+  if (possible.length === 0) return new Set();
   const { results } = await db
     .prepare('SELECT im_name FROM images WHERE app_id = ? AND im_name IN (SELECT value FROM json_each(?))')
-    .bind(appId, JSON.stringify(names))
+    .bind(appId, JSON.stringify(possible))
     .all<{ im_name: string }>();
   return new Set(results.map((row) => row.im_name));
 }

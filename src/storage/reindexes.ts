@@ -154,7 +154,7 @@ export async function markReembedded(db: D1Database, image: ImageToReembed, mode
 /**
  * Moves the application onto the reindex's model, in one D1 batch, once every image of it is in that model and no
  * image item accepted before the reindex is still pending (its consumer may have written the old model only; those
- * accepted later write both, ingest/consumer.ts). Whether it moved.
+ * accepted later write both, ingest/insert-item.ts). Whether it moved.
  */
 export async function switchToNewModel(db: D1Database, reindex: Reindex): Promise<boolean> {
   const now = formatTimestamp();

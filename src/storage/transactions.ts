@@ -2,6 +2,7 @@ import { formatTimestamp } from '../time';
 import { forgetNumbers, NUMBER_TAKEN, takeNumber } from './sequence';
 import type { ImageMetadata } from './metadata';
 import { LIMIT_PASSED, LimitReached, limitParams, type InsertLimit, type InsertLimits } from './usage';
+import { couldNameImage } from './image-name';
 
 /**
  * One accepted image of an `/insert`. Without an `imUrl` it is a metadata-only update of an image already in the
@@ -207,6 +208,7 @@ export async function pruneRemovals(db: D1Database): Promise<void> {
 
 /** Whether an image of this name is accepted but not yet processed, so a search for it can say so. */
 export async function isImagePending(db: D1Database, appId: string, imName: string): Promise<boolean> {
+  if (!couldNameImage(imName)) return false;
   const row = await db
     .prepare(
       `SELECT 1 FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id

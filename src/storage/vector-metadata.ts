@@ -45,7 +45,19 @@ export function parseMetadataIndexes(setting: string): MetadataIndexes {
   return { all: false, fields };
 }
 
-/** Whether a filter on `field` of this kind can be handed to the index. */
+const parsedIndexes = new Map<string, MetadataIndexes>();
+
+/** The Worker's `VECTOR_METADATA_INDEXES`, read once per isolate for each value the setting takes. */
+export function metadataIndexes(env: { VECTOR_METADATA_INDEXES: string }): MetadataIndexes {
+  let indexes = parsedIndexes.get(env.VECTOR_METADATA_INDEXES);
+  if (!indexes) {
+    indexes = parseMetadataIndexes(env.VECTOR_METADATA_INDEXES);
+    parsedIndexes.set(env.VECTOR_METADATA_INDEXES, indexes);
+  }
+  return indexes;
+}
+
+/** Whether the index has a metadata index of this kind on `field` (search/plan.ts decides what a query pushes down). */
 export function canPushDown(indexes: MetadataIndexes, field: string, kind: MetadataIndexKind): boolean {
   if (vectorMetadataKey(field) === undefined) return false;
   return indexes.all || indexes.fields.get(field) === kind;

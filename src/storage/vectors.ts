@@ -3,7 +3,8 @@ import type { Env } from '../env';
 import type { DetectedObject, PaletteColor } from '../ports/inference/types';
 import { vectorIndex } from '../ports/vector-index';
 import { embedModelIndexesOf, embedModels } from './embed-models';
-import { metadataBytes, VECTORIZE_LIMITS } from '../ports/vector-index/limits';
+import { metadataBytes } from '../ports/vector-index/limits';
+import { VECTORIZE_LIMITS } from '../vectorize-limits';
 import type { VectorIndex, VectorMetadata } from '../ports/vector-index/types';
 import type { SchemaField } from './apps';
 import { fieldValue, type ImageMetadata } from './metadata';
@@ -48,7 +49,7 @@ export async function writeEmbedding(env: Env, image: VectorImage, embedding: Mo
 
 /**
  * Writes the vectors of an image version under its id, before the version is applied (storage/images.ts): its
- * embeddings (one per model it must be searchable by, ingest/consumer.ts) and the palettes of the image and of
+ * embeddings (one per model it must be searchable by, ingest/insert-item.ts) and the palettes of the image and of
  * `objects`. Writing them again is harmless, and what an earlier version wrote under its own id is retired with it.
  */
 export async function writeImageVectors(

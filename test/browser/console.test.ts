@@ -11,6 +11,7 @@ import { ROOT } from '../../scripts/lib/wrangler-env.ts';
 import { launchChromium } from '../support/chromium.ts';
 import { IMAGES_DIR, startFixtureServer } from '@edge-image-search/devtools/fixture-server';
 import { freePort } from '@edge-image-search/devtools/free-port';
+import { imageNameOf } from '@edge-image-search/devtools/image-names';
 
 /**
  * The web console end to end (`npm run test:browser`): the local stack on free ports with fresh state, a few shared
@@ -31,7 +32,6 @@ const CATALOG: Record<string, string> = {
   'skimage_chelsea.jpg': 'living',
   'animals_birds_hen.png': 'garden',
 };
-const nameOf = (file: string): string => file.replace(/\.[a-z]+$/, '');
 
 type Keys = { app_id: string; access_key: string; secret_key: string; app_key: string };
 
@@ -68,7 +68,7 @@ before(
 
     const auth: AuthHeader = { authorization: `Basic ${btoa(`${keys.access_key}:${keys.secret_key}`)}` };
     const catalog = Object.entries(CATALOG).map(([file, room]) => ({
-      name: nameOf(file),
+      name: imageNameOf(file),
       url: `${imagesUrl}/${file}`,
       metadata: { room },
     }));
@@ -171,7 +171,7 @@ test('keys, an uploaded photo, its detected boxes, a click on one, a drawn area:
   const box = page.locator('.box', { hasText: 'Vase and Pot' }).first();
   await box.waitFor();
   const first = await resultsAfter(page, null);
-  assert.equal(first.results[0]?.name, nameOf(QUERY));
+  assert.equal(first.results[0]?.name, imageNameOf(QUERY));
   await page.screenshot({ path: path.join(SCREENSHOTS, 'console-upload.png'), fullPage: true });
 
   // A click names the object by a point inside its box: the pot, searched against the catalog's pots.
@@ -180,7 +180,7 @@ test('keys, an uploaded photo, its detected boxes, a click on one, a drawn area:
   assert.ok(x1 === x2 && y1 === y2 && x1! > 192 && x1! < 370 && y1! > 199 && y1! < 331, `point ${x1},${y1}`);
   const clicked = await resultsAfter(page, first.reqid);
   await page.locator('.box.selected').waitFor();
-  assert.equal(clicked.results[0]?.name, nameOf(QUERY));
+  assert.equal(clicked.results[0]?.name, imageNameOf(QUERY));
   assert.match(clicked.results[0]!.score, /^score (0\.9\d\d|1\.000)$/);
   for (const result of clicked.results) assert.match(result.score, /^score [01]\.\d{3}$/);
   // get_all_fl is on: each result shows its metadata.
@@ -251,7 +251,7 @@ test('an app key alone searches (a dropped photo, an image URL, a colour, a text
   await page.getByLabel('or an image URL').fill(`${imagesUrl}/${QUERY}`);
   await page.locator('#image-form').getByRole('button', { name: 'Search' }).click();
   const byUrl = await resultsAfter(page, dropped.reqid);
-  assert.equal(byUrl.results[0]?.name, nameOf(QUERY));
+  assert.equal(byUrl.results[0]?.name, imageNameOf(QUERY));
   await page.locator('.box', { hasText: 'Vase and Pot' }).first().waitFor();
   assert.equal(await page.locator('#query-image').evaluate((img: HTMLImageElement) => img.naturalWidth), 500);
 
@@ -285,11 +285,11 @@ test("the advanced form: facets, groups, a facet value as a filter, the envelope
   const page = await openConsole();
   await pasteKeys(page, { access: keys.access_key, secret: keys.secret_key });
   await page.getByRole('tab', { name: 'By name' }).click();
-  await page.locator('#name-form').getByLabel('im_name').fill(nameOf(QUERY));
+  await page.locator('#name-form').getByLabel('im_name').fill(imageNameOf(QUERY));
   await page.locator('#name-form').getByRole('button', { name: 'Search' }).click();
   const similar = await resultsAfter(page, null);
   assert.ok(similar.results.length > 0);
-  assert.ok(similar.results.every((result) => result.name !== nameOf(QUERY)));
+  assert.ok(similar.results.every((result) => result.name !== imageNameOf(QUERY)));
 
   await page.locator('details.advanced summary').click();
   const advanced = page.locator('#advanced');

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { assertEnvelope, assertFound, assertSearchFailure, basicHeader, imageFile, multipart, send, type WireAnswer } from './wire.ts';
-import { CATALOG, nameOf, type ClientStack } from './stack.ts';
+import { imageNameOf } from '@edge-image-search/devtools/image-names';
+import { CATALOG, type ClientStack } from './stack.ts';
 
 /**
  * The official Python SDK (visearch-sdk-python 0.5) as it puts each call on the wire, through `requests`: Basic
@@ -80,7 +81,7 @@ export function pythonSdkSuite(stack: () => ClientStack): void {
     it('colorsearch: GET with its defaults', async () => {
       const result = assertFound(await get(stack(), `/colorsearch?color=8cc63f&${PYTHON_DEFAULTS}`), 'colorsearch');
       const names = new Set(result.map((item) => item.im_name));
-      assert.ok(CATALOG.every(([file]) => names.has(nameOf(file))), JSON.stringify(result));
+      assert.ok(CATALOG.every(([file]) => names.has(imageNameOf(file))), JSON.stringify(result));
     });
 
     it('uploadsearch by file: multipart with only the image, every parameter in the query string', async () => {

@@ -9,6 +9,7 @@ import { ROOT } from '../../scripts/lib/wrangler-env.ts';
 import { startFixtureServer } from '@edge-image-search/devtools/fixture-server';
 import { freePort } from '@edge-image-search/devtools/free-port';
 import { startInferenceProxy, type InferenceProxy } from '../support/inference-proxy.ts';
+import { imageNameOf } from '@edge-image-search/devtools/image-names';
 
 /**
  * The local stack the client-compatibility suite talks to, as a user's code would: `wrangler dev` on a free port with
@@ -52,8 +53,6 @@ export const CATALOG = [
   ['opencv-doc_building.jpg', 'realty', 'building', '500000'],
 ] as const;
 
-export const nameOf = (file: string): string => file.replace(/\.[a-z]+$/, '');
-
 export async function startClientStack(): Promise<ClientStack> {
   rmSync(STATE_DIR, { recursive: true, force: true });
   const [port, inferencePort, proxyPort, imagesPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
@@ -87,7 +86,7 @@ export async function startClientStack(): Promise<ClientStack> {
     const imagesUrl = `http://127.0.0.1:${imagesPort}/images`;
     const form = insertForm(
       CATALOG.map(([file, brand, category, price]) => ({
-        name: nameOf(file),
+        name: imageNameOf(file),
         url: `${imagesUrl}/${file}`,
         metadata: { brand, category, price, description: `${category} by ${brand}` },
       })),

@@ -1,4 +1,5 @@
 import { env } from 'cloudflare:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 /** The fault proxy's modes (test/support/inference-faults.ts). */
@@ -23,8 +24,6 @@ async function fault(action: `mode/${FaultMode}` | 'inference/stop' | 'inference
 
 const predictions = async (): Promise<number> =>
   (await (await fetch(`${env.INFERENCE_URL}/__faults/predictions`)).json<{ predictions: number }>()).predictions;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const uploadForm = (image: Blob): FormData => {
   const form = new FormData();

@@ -7,7 +7,7 @@ import { textForm, textPredictionSchema } from '@edge-image-search/contract/wire
 import { writeClip } from '../../inference/test/tiny-models.ts';
 import { startFixtureServer } from '@edge-image-search/devtools/fixture-server';
 import { freePort } from '@edge-image-search/devtools/free-port';
-import { startInference } from '../../scripts/lib/inference-process.ts';
+import { startInference } from '@edge-image-search/devtools/inference-service';
 
 declare module 'vitest' {
   export interface ProvidedContext {

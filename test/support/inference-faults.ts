@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import type http from 'node:http';
-import { startInference } from '../../scripts/lib/inference-process.ts';
+import { startInference } from '@edge-image-search/devtools/inference-service';
 import { startInferenceProxy, type Intercept } from './inference-proxy.ts';
 
 /** The Worker's INFERENCE_TIMEOUT_MS in the fault tests. */

@@ -47,7 +47,7 @@ const vectorMatches = (filter: Filter, metadata: ImageMetadata): boolean => {
 };
 const hex = (codePoint: number): string => `U+${codePoint.toString(16).toUpperCase().padStart(4, '0')}`;
 
-describe('delimiters (spec 4.9 rules 6 and 7)', () => {
+describe('delimiters (docs/api.md, The filter language)', () => {
   it('every Latin delimiter of rule 6 is one', () => {
     for (const char of [' ', '\n', '\r', ...".,?~!@#$%^&*(-+=_`':;<>/)"]) expect(isDelimiter(char), JSON.stringify(char)).toBe(true);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseFilters } from '../../src/filter';
-import { indexFilter } from '../../src/search/similar';
+import { indexFilter } from '../../src/search/plan';
 import type { SchemaField } from '../../src/storage/apps';
 import { canPushDown, parseMetadataIndexes } from '../../src/storage/vector-metadata';
 

@@ -18,6 +18,7 @@ import {
   type ResultItem,
   type UploadBody,
 } from './helpers';
+import { imageNameOf } from '@edge-image-search/devtools/image-names';
 
 /**
  * Issue 20, rule 1: a box (or a point) that names an object the detector sees in the whole image is that object. The
@@ -27,7 +28,6 @@ import {
 const HIGH = { detection_sensitivity: 'high' };
 const SCENES = ['opencv-doc_plant.jpg', 'opencv-doc_basketball1.jpg', 'opencv-doc_aloeL.jpg', 'opencv-doc_board.jpg', 'opencv-doc_messi5.jpg', 'opencv-doc_left.jpg', 'skimage_astronaut.jpg'];
 const CATALOG = [...SCENES, 'skimage_chelsea.jpg', 'hobbies_camera_35mm.png', 'household_dishes_pitcher_small.png', 'animals_mammals_cats_tiger.png'];
-const nameOf = (file: string): string => file.replace(/\.[a-z]+$/, '');
 
 type Found = DetectedObject & { total: number; result: ResultItem[] };
 const inside = (box: number[], point: [number, number]): boolean => contains(box as Box, point);
@@ -56,7 +56,7 @@ describe('a box or a point names the object the detector sees', () => {
 
   beforeAll(async () => {
     app = await createApp('boxes');
-    await insertAndWait(app, CATALOG.map((file) => ({ im_name: nameOf(file), im_url: fixtureUrl(`/images/${file}`) })));
+    await insertAndWait(app, CATALOG.map((file) => ({ im_name: imageNameOf(file), im_url: fixtureUrl(`/images/${file}`) })));
     for (const file of SCENES) {
       const { body } = await discoversearch(app, { image: await imageBytes(`/images/${file}`), detection_sensitivity: 'high', detection_limit: '30', score: 'true' });
       expect(body.status).toBe('OK');

@@ -1,10 +1,7 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { imageVectors } from '../../src/storage/vectors';
-import { adminHeaders, basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, retiredLeft, search, waitForTransaction, type Credentials } from './helpers';
-
-const setLimits = (appId: string, limits: Record<string, number | null>) =>
-  call(`/admin/apps/${appId}`, { method: 'PATCH', headers: adminHeaders, body: JSON.stringify(limits) });
+import { adminHeaders, basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, retiredLeft, search, setLimits, waitForTransaction, type Credentials } from './helpers';
 
 /** The insert answer's HTTP status and envelope status: failures too are HTTP 200, with `status: 'fail'`. */
 const outcome = async (response: Response): Promise<{ http: number; status: string }> => ({
@@ -78,7 +75,7 @@ describe('metadata by the schema', () => {
 describe('operator limits (admin API) and the general errors', () => {
   it('refuses inserts past the collection size limit, counting re-inserts as nothing new', async () => {
     const app = await createApp();
-    expect((await setLimits(app.app_id, { image_limit: 2 })).status).toBe(200);
+    expect((await setLimits(app, { image_limit: 2 })).status).toBe(200);
     await insertAndWait(app, [
       { im_name: 'a', im_url: fixtureUrl('/images/animals_birds_hen.png') },
       { im_name: 'b', im_url: fixtureUrl('/images/animals_birds_rooster.png') },
@@ -93,13 +90,13 @@ describe('operator limits (admin API) and the general errors', () => {
       result: [],
     });
     expect(await outcome(await insert(app, [{ im_name: 'a', im_url: fixtureUrl('/images/animals_birds_hen.png') }]))).toEqual(ACCEPTED);
-    expect((await setLimits(app.app_id, { image_limit: null })).status).toBe(200);
+    expect((await setLimits(app, { image_limit: null })).status).toBe(200);
     expect(await outcome(await insert(app, [{ im_name: 'c', im_url: fixtureUrl('/images/animals_birds_hen.png') }]))).toEqual(ACCEPTED);
   });
 
   it('answers busy while too many images wait to be processed', async () => {
     const app = await createApp();
-    await setLimits(app.app_id, { pending_limit: 2 });
+    await setLimits(app, { pending_limit: 2 });
     const slow = (name: string) => ({ im_name: name, im_url: fixtureUrl('/slow/animals_birds_hen.png') });
     const accepted = await insert(app, [slow('a'), slow('b')]);
     expect(accepted.status).toBe(200);
@@ -126,7 +123,7 @@ describe('operator limits (admin API) and the general errors', () => {
 
   it('holds the collection size limit under parallel inserts', async () => {
     const app = await createApp();
-    await setLimits(app.app_id, { image_limit: 5 });
+    await setLimits(app, { image_limit: 5 });
     const { accepted, refused } = await parallelInserts(app, fixtureUrl('/images/animals_birds_hen.png'));
     expect(accepted).toHaveLength(5);
     expect(refused).toEqual(Array.from({ length: 7 }, () => ({ status: 'fail', method: 'insert', error: ['Exceeds image collection size limit.'], total: 0, result: [] })));
@@ -136,7 +133,7 @@ describe('operator limits (admin API) and the general errors', () => {
 
   it('holds the pending limit under parallel inserts', async () => {
     const app = await createApp();
-    await setLimits(app.app_id, { pending_limit: 3 });
+    await setLimits(app, { pending_limit: 3 });
     // Slow downloads keep the accepted images waiting while the other calls are decided.
     const { accepted, refused } = await parallelInserts(app, fixtureUrl('/slow/animals_birds_hen.png'));
     expect(accepted).toHaveLength(3);
@@ -148,7 +145,7 @@ describe('operator limits (admin API) and the general errors', () => {
 
   it('validates limits in the admin API', async () => {
     const app = await createApp();
-    expect((await setLimits(app.app_id, { image_limit: -1 })).status).toBe(400);
+    expect((await setLimits(app, { image_limit: -1 })).status).toBe(400);
     const response = await call(`/admin/apps/${app.app_id}`, { headers: adminHeaders });
     expect(await response.json()).toMatchObject({ image_limit: null, pending_limit: null });
   });

@@ -7,7 +7,7 @@ type Variant = { name: string; extension: string; format: string; lossy: boolean
 /** Every format the spec lists, made from a real photo by the fixture server (`devtools/image-formats.ts`). */
 const SOURCE = 'skimage_chelsea.jpg';
 const variants = await (await fetch(fixtureUrl('/variants'))).json<Variant[]>();
-const nameOf = (variant: Variant): string => `chelsea.${variant.name}`;
+const variantNameOf = (variant: Variant): string => `chelsea.${variant.name}`;
 
 describe('every spec format is inserted, told by its bytes', () => {
   let app: Credentials;
@@ -16,7 +16,7 @@ describe('every spec format is inserted, told by its bytes', () => {
     app = await createApp();
     const status = await insertAndWait(app, [
       // The URL ends in the variant's own extension, which the Worker ignores.
-      ...variants.map((variant) => ({ im_name: nameOf(variant), im_url: fixtureUrl(`/as-${variant.name}/${SOURCE}/x.${variant.extension}`) })),
+      ...variants.map((variant) => ({ im_name: variantNameOf(variant), im_url: fixtureUrl(`/as-${variant.name}/${SOURCE}/x.${variant.extension}`) })),
       { im_name: 'other-photo', im_url: fixtureUrl('/images/opencv-doc_aero1.jpg') },
     ]);
     expect(status.error_list).toEqual([]);
@@ -31,18 +31,18 @@ describe('every spec format is inserted, told by its bytes', () => {
 
   it.each(variants.map((variant) => [variant.name, variant] as const))('%s', async (_, variant) => {
     const row = await env.DB.prepare('SELECT format, width, height FROM images WHERE app_id = ? AND im_name = ?')
-      .bind(app.app_id, nameOf(variant))
+      .bind(app.app_id, variantNameOf(variant))
       .first();
     expect(row).toEqual({ format: variant.format, width: 451, height: 300 });
   });
 
   it('finds the same picture in every full-colour format before any other photo', async () => {
     const png = variants.find((variant) => variant.name === 'png')!;
-    const { body } = await search(app, `im_name=${nameOf(png)}&limit=100&score=true`);
+    const { body } = await search(app, `im_name=${variantNameOf(png)}&limit=100&score=true`);
     const scores = new Map(body.result.map((item) => [item.im_name, item.score!]));
     const other = scores.get('other-photo')!;
     // Grey, 16-colour and black-and-white variants are other pictures to a colour model; the rest must match.
     const fullColour = variants.filter((variant) => variant !== png && !/grey|gray|pgm|pbm|bilevel|1bit|-1$|4bit|rle4|16-colour/.test(variant.name));
-    for (const variant of fullColour) expect(scores.get(nameOf(variant)), variant.name).toBeGreaterThan(other);
+    for (const variant of fullColour) expect(scores.get(variantNameOf(variant)), variant.name).toBeGreaterThan(other);
   });
 });

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { iou } from '@edge-image-search/contract/boxes';
 import { createApp, discoversearch, fixtureUrl, imageBytes, insertAndWait, uploadsearch, type Credentials, type DiscoverBody } from './helpers';
+import { imageNameOf } from '@edge-image-search/devtools/image-names';
 
 /**
  * Issue 20, rule 3: a person is no product, but what they wear is. Each detected person is posed (MoveNet) and the
@@ -16,7 +17,6 @@ const PLAYER = {
 const PEOPLE = ['/images/skimage_astronaut.jpg', '/images/opencv-doc_messi5.jpg', '/images/skimage_camera.jpg', '/people/opencv-doc_vtest_frame560.jpg'];
 const CATALOG = [PLAYER.file, ...PEOPLE, '/images/opencv-doc_plant.jpg', '/images/skimage_chelsea.jpg'];
 const GARMENTS = ['Top', 'Bottom', 'Shoe'];
-const nameOf = (file: string): string => file.replace(/^.*\//, '').replace(/\.[a-z]+$/, '');
 const middleY = (box: number[]): number => (box[1]! + box[3]!) / 2;
 
 describe('what people wear', () => {
@@ -25,7 +25,7 @@ describe('what people wear', () => {
 
   beforeAll(async () => {
     app = await createApp('outfits');
-    await insertAndWait(app, CATALOG.map((file) => ({ im_name: nameOf(file), im_url: fixtureUrl(file) })));
+    await insertAndWait(app, CATALOG.map((file) => ({ im_name: imageNameOf(file), im_url: fixtureUrl(file) })));
     player = (await discoversearch(app, { image: await imageBytes(PLAYER.file), detection_sensitivity: 'high', detection_limit: '30', score: 'true' })).body;
   });
 
@@ -53,11 +53,11 @@ describe('what people wear', () => {
     const top = player.objects.find((object) => object.type === 'Top' && iou(object.box, PLAYER.drawn.Top) >= 0.5)!;
     const { body } = await uploadsearch(app, { im_id: player.im_id, box: top.box.join(','), score: 'true', limit: '20' });
     expect(body.product_types[0]).toMatchObject({ type: 'Top', box: top.box });
-    expect(body.result[0]).toMatchObject({ im_name: nameOf(PLAYER.file) });
+    expect(body.result[0]).toMatchObject({ im_name: imageNameOf(PLAYER.file) });
     expect(body.result[0]!.score!).toBeGreaterThan(0.99);
     // Only catalog images with a Top (the photos of people) or with no object at all (the cat) may match: not the
     // plant, whose objects are pots.
-    const allowed = new Set([PLAYER.file, ...PEOPLE, '/images/skimage_chelsea.jpg'].map(nameOf));
+    const allowed = new Set([PLAYER.file, ...PEOPLE, '/images/skimage_chelsea.jpg'].map(imageNameOf));
     expect(body.result.length).toBeGreaterThan(1);
     for (const item of body.result) expect(allowed.has(item.im_name), item.im_name).toBe(true);
   });

@@ -33,6 +33,10 @@ export async function replaceSchema(app: Pick<Credentials, 'app_id'>, fields: Sc
   expect(response.status).toBe(200);
 }
 
+/** Sets an application's limits (image_limit, searches_per_minute, ...; null lifts one) through the admin API. */
+export const setLimits = (app: Pick<Credentials, 'app_id'>, limits: Record<string, number | null>): Promise<Response> =>
+  call(`/admin/apps/${app.app_id}`, { method: 'PATCH', headers: adminHeaders, body: JSON.stringify(limits) });
+
 /** `POST /insert` with the spec's indexed form parameters: `{key}[i]=value`. */
 export function insert(credentials: Credentials, images: Record<string, string>[]): Promise<Response> {
   const form = new URLSearchParams();

@@ -2,6 +2,7 @@ import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { objectVectors } from '../../src/storage/vectors';
 import { basicAuth, call, createApp, discoversearch, fixtureUrl, imageBytes, insertAndWait, retiredLeft, uploadsearch, type Credentials } from './helpers';
+import { imageNameOf } from '@edge-image-search/devtools/image-names';
 
 /**
  * Real detections of the bundled COCO detector on the shared images (inference/README.md, Detection): the pots of
@@ -18,7 +19,6 @@ const CATALOG = [
   'animals_mammals_cats_tiger.png',
   'opencv-doc_aero1.jpg',
 ];
-const nameOf = (file: string): string => file.replace(/\.[a-z]+$/, '');
 const centre = (box: number[]): string => `${Math.round((box[0]! + box[2]!) / 2)},${Math.round((box[1]! + box[3]!) / 2)}`;
 
 const expectBoxNear = (box: number[] | undefined, expected: number[], tolerance = 8): void => {
@@ -33,7 +33,7 @@ describe('object detection and the object-level index', () => {
 
   beforeAll(async () => {
     app = await createApp('rooms');
-    await insertAndWait(app, CATALOG.map((file) => ({ im_name: nameOf(file), im_url: fixtureUrl(`/images/${file}`) })));
+    await insertAndWait(app, CATALOG.map((file) => ({ im_name: imageNameOf(file), im_url: fixtureUrl(`/images/${file}`) })));
     const { results } = await env.DB.prepare('SELECT id, im_name, object_count FROM images WHERE app_id = ?')
       .bind(app.app_id)
       .all<{ id: number; im_name: string; object_count: number }>();

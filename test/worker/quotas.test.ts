@@ -2,7 +2,7 @@ import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { QUERY_IMAGE_TTL_HOURS } from '../../src/storage/query-images';
 import { formatTimestamp } from '../../src/time';
-import { adminHeaders, call, createApp, discoversearch, fixtureUrl, hits, imageBytes, insertAndWait, runSweeper, searchForm, uploadsearch, type Credentials } from './helpers';
+import { call, createApp, discoversearch, fixtureUrl, hits, imageBytes, insertAndWait, runSweeper, searchForm, setLimits, uploadsearch, type Credentials } from './helpers';
 
 /**
  * What bounds one caller: the operator's per-minute limits on an application's searches and uploaded bytes, and the
@@ -11,9 +11,6 @@ import { adminHeaders, call, createApp, discoversearch, fixtureUrl, hits, imageB
 
 const BUSY = 'System busy, please try again later.';
 const EMPTY_COLLECTION = "App doesn't have any images.";
-
-const setLimits = (app: Credentials, limits: Record<string, number | null>) =>
-  call(`/admin/apps/${app.app_id}`, { method: 'PATCH', headers: adminHeaders, body: JSON.stringify(limits) });
 
 /** Counts are per minute: a test that needs several calls in one minute starts with enough of it left. */
 async function startOfEnoughMinute(): Promise<void> {

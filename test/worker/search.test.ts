@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { call, createApp, fixtureUrl, insert, insertAndWait, search, waitForTransaction, type Credentials, type SearchBody } from './helpers';
+import { imageNameOf } from '@edge-image-search/devtools/image-names';
 
 
 /** Real photos and cut-outs from test/fixtures/images, of different kinds. */
@@ -13,8 +14,7 @@ const ORIGINALS = [
   'skimage_coffee.jpg',
   'hobbies_camera_35mm.png',
 ];
-const nameOf = (file: string): string => file.replace(/\.[a-z]+$/, '');
-const copyNameOf = (file: string): string => `${nameOf(file)}.copy`;
+const copyNameOf = (file: string): string => `${imageNameOf(file)}.copy`;
 
 describe('GET /search, end to end through the queue and the real inference service', () => {
   let app: Credentials;
@@ -23,14 +23,14 @@ describe('GET /search, end to end through the queue and the real inference servi
   beforeAll(async () => {
     [app, stranger] = [await createApp('catalog'), await createApp('stranger')];
     const status = await insertAndWait(app, [
-      ...ORIGINALS.map((file) => ({ im_name: nameOf(file), im_url: fixtureUrl(`/images/${file}`) })),
+      ...ORIGINALS.map((file) => ({ im_name: imageNameOf(file), im_url: fixtureUrl(`/images/${file}`) })),
       ...ORIGINALS.map((file) => ({ im_name: copyNameOf(file), im_url: fixtureUrl(`/near-copy/${file}`) })),
     ]);
     expect(status, JSON.stringify(status.error_list)).toMatchObject({ success_count: ORIGINALS.length * 2, fail_count: 0 });
   });
 
   it.each(ORIGINALS)('finds the near-copy of %s first', async (file) => {
-    const { status, body } = await search(app, `im_name=${nameOf(file)}&score=true`);
+    const { status, body } = await search(app, `im_name=${imageNameOf(file)}&score=true`);
     expect(status).toBe(200);
     expect(body).toMatchObject({ status: 'OK', method: 'search', error: [], page: 1, limit: 10 });
     expect(body.result[0]?.im_name).toBe(copyNameOf(file));

@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createApp, discoversearch, fixtureUrl, hits, imageBytes, insertAndWait, uploadsearch, type Credentials } from './helpers';
+import { imageNameOf } from '@edge-image-search/devtools/image-names';
 
 /** A failed search answers HTTP 200, `status: 'fail'` and an empty page: the paging asked for, or 1 and 10. */
 const failedUpload = (message: string) => ({
@@ -8,14 +9,13 @@ const failedUpload = (message: string) => ({
 });
 
 const CATALOG = ['animals_birds_hen.png', 'animals_mammals_cats_tiger.png', 'food_fruit_avocado.png', 'opencv-doc_aero1.jpg', 'skimage_coffee.jpg'];
-const nameOf = (file: string): string => file.replace(/\.[a-z]+$/, '');
 
 describe('POST /uploadsearch', () => {
   let app: Credentials;
 
   beforeAll(async () => {
     app = await createApp('catalog');
-    await insertAndWait(app, CATALOG.map((file) => ({ im_name: nameOf(file), im_url: fixtureUrl(`/images/${file}`) })));
+    await insertAndWait(app, CATALOG.map((file) => ({ im_name: imageNameOf(file), im_url: fixtureUrl(`/images/${file}`) })));
   });
 
   it('finds an uploaded near-copy, keeps the upload and answers a new im_id', async () => {
@@ -114,7 +114,7 @@ describe('POST /discoversearch', () => {
 
   beforeAll(async () => {
     app = await createApp('catalog');
-    await insertAndWait(app, CATALOG.map((file) => ({ im_name: nameOf(file), im_url: fixtureUrl(`/images/${file}`) })));
+    await insertAndWait(app, CATALOG.map((file) => ({ im_name: imageNameOf(file), im_url: fixtureUrl(`/images/${file}`) })));
   });
 
   it('searches the whole image as one object when detection is off', async () => {

@@ -5,7 +5,7 @@ import { isSharpFormat, sniffFormat, type ImageFormat, type SharpFormat } from '
 // Every upload is new: libvips's operation cache would only keep the decoded images of past requests alive.
 sharp.cache(false);
 
-/** The spec's largest accepted image: width * height. */
+/** The API's largest accepted image: width * height. */
 export const MAX_INPUT_PIXELS = 40_000_000;
 
 /**

@@ -22,7 +22,7 @@ function baseIndex(env: Env, indexName: string): VectorIndex {
 
 /**
  * The configured vector index adapter (nothing account-only unless the config selects it), spread over
- * `VECTOR_INDEX_SHARDS` namespaces per application so that searches reach the spec's 1000 results.
+ * `VECTOR_INDEX_SHARDS` namespaces per application so that searches reach the API's 1000 results.
  */
 export const vectorIndex = (env: Env, indexName: string): VectorIndex =>
   shardedIndex(baseIndex(env, indexName), Number(env.VECTOR_INDEX_SHARDS));

@@ -1,20 +1,7 @@
+import { VECTORIZE_LIMITS } from '../../vectorize-limits';
 import { FILTER_OPERATORS, type VectorFilter, type VectorMetadata, type VectorQuery, type VectorRecord } from './types';
 
-/**
- * Vectorize's documented limits (developers.cloudflare.com/vectorize/platform/limits/). Every adapter that stands in
- * for Vectorize enforces them, so code that works locally does not break on Cloudflare.
- */
-export const VECTORIZE_LIMITS = {
-  maxDimensions: 1536,
-  maxTopK: 100,
-  /** topK when values or metadata are returned. */
-  maxTopKWithValuesOrMetadata: 20,
-  maxIdBytes: 64,
-  maxNamespaceBytes: 64,
-  maxMetadataBytes: 10 * 1024,
-  maxUpsertBatch: 1000,
-  maxFilterBytes: 2048,
-} as const;
+/* Every adapter that stands in for Vectorize enforces its limits, so code that works locally does not break on Cloudflare. */
 
 export class VectorLimitError extends Error {
   override name = 'VectorLimitError';

@@ -2,7 +2,8 @@ import { DurableObject } from 'cloudflare:workers';
 import dotsModule from './dots.wasm';
 import type { Env } from '../../env';
 import { matchesFilter } from './filter';
-import { checkQuery, checkRecords, VECTORIZE_LIMITS, VectorLimitError } from './limits';
+import { VECTORIZE_LIMITS } from '../../vectorize-limits';
+import { checkQuery, checkRecords, VectorLimitError } from './limits';
 import type { VectorIndex, VectorMatch, VectorMetadata, VectorQuery, VectorRecord } from './types';
 
 const DEFAULT_NAMESPACE = '';

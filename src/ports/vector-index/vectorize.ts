@@ -1,4 +1,4 @@
-import { VECTORIZE_LIMITS } from './limits';
+import { VECTORIZE_LIMITS } from '../../vectorize-limits';
 import type { MetadataValue, VectorIndex, VectorMatch, VectorMetadata, VectorRecord } from './types';
 
 /** The part of the Vectorize binding the adapter uses (workers-types' `Vectorize`). */

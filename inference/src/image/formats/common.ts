@@ -22,7 +22,7 @@ export type DecodeOptions = {
   readonly maxSide?: number;
 };
 
-/** The spec's limit: 40 megapixels. */
+/** The API's limit: 40 megapixels. */
 export const DEFAULT_MAX_PIXELS = 40_000_000;
 
 /**

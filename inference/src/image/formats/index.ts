@@ -1,5 +1,5 @@
 /**
- * Pure-TypeScript decoders for the spec formats that sharp's prebuilt libvips
+ * Pure-TypeScript decoders for the API's formats that sharp's prebuilt libvips
  * cannot read: BMP/DIB, PBM/PGM/PPM (P1-P6) and Sun raster. Told apart by their
  * magic bytes, never by a file name.
  *

@@ -20,7 +20,7 @@ export class LabelMapError extends Error {
 
 /**
  * Reads a label map: a JSON object from the detector's label names to the
- * spec's product types, e.g. {"handbag": "Bag", "chair": "Seating"}. Every key
+ * API's product types, e.g. {"handbag": "Bag", "chair": "Seating"}. Every key
  * must be a label the loaded detector produces and every value a product type,
  * so that the types the service reports are ones it can really find; anything
  * else stops the service at start rather than silently finding nothing.

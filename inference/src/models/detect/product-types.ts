@@ -1,5 +1,5 @@
 /**
- * The spec's product types, spelled as the spec spells them ("Jewlery"
+ * The API's product types, spelled as the ViSearch API spells them ("Jewlery"
  * included). A detector's label map may only map onto these.
  */
 export const PRODUCT_TYPES = {

@@ -6,7 +6,6 @@
  * or EXIF orientation, and crops.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -14,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { iou } from '@edge-image-search/contract/boxes';
 import { GARMENT_LABELS } from '../src/models/pose/garments.ts';
-import { cosine, IMAGES_DIR, startServer, type Box, type DetectedObject, type RunningServer } from './harness.ts';
+import { cosine, imageBytes, norm, runUntilExit, startServer, type Box, type DetectedObject, type RunningServer } from './harness.ts';
 
 const EMBED_DIM = 448;
 /** The documented score floor, object cap and crop margin (README.md). */
@@ -35,7 +34,7 @@ let server: RunningServer;
 let plant: Buffer;
 
 before(async () => {
-  [server, plant] = await Promise.all([startServer(), image(PLANT)]);
+  [server, plant] = await Promise.all([startServer(), imageBytes(PLANT)]);
 });
 
 after(() => server?.stop());
@@ -55,7 +54,7 @@ describe('POST /predict detect', () => {
   });
 
   test('finds the aloe\'s pot', async () => {
-    const { body } = await server.predict(await image(ALOE), 'detect');
+    const { body } = await server.predict(await imageBytes(ALOE), 'detect');
     assertWellFormed(body.detect.objects, body.detect.types, [0, 0, 1024, 887]);
     find(body.detect.objects, 'Vase and Pot', ALOE_POT);
   });
@@ -67,7 +66,7 @@ describe('POST /predict detect', () => {
   });
 
   test('drops what the label map does not name: a cat photo has no objects', async () => {
-    const { status, body } = await server.predict(await image('skimage_chelsea.jpg'), 'detect');
+    const { status, body } = await server.predict(await imageBytes('skimage_chelsea.jpg'), 'detect');
     assert.equal(status, 200);
     assert.deepEqual(body.detect.objects, []);
   });
@@ -120,14 +119,14 @@ describe('POST /predict detect', () => {
 
 describe('POST /predict box', () => {
   test('detect runs on the box only, and reports original pixels', async () => {
-    const { status, body } = await server.predict(await image(ALOE), 'detect', { box: '300,200,1024,887' });
+    const { status, body } = await server.predict(await imageBytes(ALOE), 'detect', { box: '300,200,1024,887' });
     assert.equal(status, 200, JSON.stringify(body.error));
     assert.deepEqual(body.image, { width: 1024, height: 887, format: 'jpeg' });
     assert.deepEqual(body.box, [300, 200, 1024, 887]);
     assertWellFormed(body.detect.objects, body.detect.types, [300, 200, 1024, 887]);
     find(body.detect.objects, 'Vase and Pot', ALOE_POT);
     // A box leaving out the pot leaves out its detection.
-    const above = await server.predict(await image(ALOE), 'detect', { box: '0,0,1024,560' });
+    const above = await server.predict(await imageBytes(ALOE), 'detect', { box: '0,0,1024,560' });
     assertWellFormed(above.body.detect.objects, above.body.detect.types, [0, 0, 1024, 560]);
     assert.ok(above.body.detect.objects.every((object) => iou(object.box, ALOE_POT) === 0));
   });
@@ -173,7 +172,7 @@ describe('DETECTOR_LABELS', () => {
     await writeFile(file, JSON.stringify({ cat: 'Soft Furnishing', vase: 'Vase and Pot' }));
     const other = await startServer({ DETECTOR_LABELS: file, INFERENCE_POSE: 'none' });
     try {
-      const { body } = await other.predict(await image('skimage_chelsea.jpg'), 'detect');
+      const { body } = await other.predict(await imageBytes('skimage_chelsea.jpg'), 'detect');
       assert.deepEqual(body.detect.types, ['Soft Furnishing', 'Vase and Pot']);
       assert.ok(body.detect.objects.length >= 1);
       assert.equal(body.detect.objects[0]!.label, 'cat');
@@ -187,16 +186,12 @@ describe('DETECTOR_LABELS', () => {
     for (const map of [{ sofa: 'Seating' }, { chair: 'Chair' }, {}]) {
       const file = path.join(directory, 'bad.json');
       await writeFile(file, JSON.stringify(map));
-      const { code, stderr } = await runServerUntilExit({ DETECTOR_LABELS: file });
+      const { code, errorOutput: stderr } = await runUntilExit({ DETECTOR_LABELS: file });
       assert.equal(code, 1, JSON.stringify(map));
       assert.match(stderr, /label map/, JSON.stringify(map));
     }
   });
 });
-
-function image(file: string): Promise<Buffer> {
-  return readFile(path.join(IMAGES_DIR, file));
-}
 
 async function embed(bytes: Uint8Array): Promise<number[]> {
   const { status, body } = await server.predict(bytes, 'embed');
@@ -226,25 +221,4 @@ function assertWellFormed(objects: DetectedObject[], types: string[], within: Bo
       if (other.type === object.type) assert.ok(iou(other.box, object.box) <= 0.5, 'same-type boxes overlap at most IoU 0.5');
     }
   }
-}
-
-function norm(vector: number[]): number {
-  return Math.sqrt(vector.reduce((sum, x) => sum + x * x, 0));
-}
-
-/** Starts the service and waits for it to exit (it is expected to fail while loading). */
-function runServerUntilExit(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, [path.resolve(import.meta.dirname, '../src/server.ts')], {
-    env: { ...process.env, ...env, INFERENCE_PORT: '0', INFERENCE_HOST: '127.0.0.1' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const timer = setTimeout(() => child.kill(), 60_000);
-  return new Promise((resolve) => {
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stderr });
-    });
-  });
 }

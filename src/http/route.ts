@@ -1,0 +1,78 @@
+import type { Hono, MiddlewareHandler } from 'hono';
+import type { H } from 'hono/types';
+import type { z } from 'zod';
+import { requireAdmin } from '../auth/admin';
+import { authenticate } from '../auth/middleware';
+import type { AppEnv } from '../env';
+import { endpoint, type FailureFields } from './middleware';
+import type { ParamShape } from './param-schema';
+
+/**
+ * One declaration per route: the routing, the middleware that names the endpoint and reads its parameters and
+ * credentials, and the route's OpenAPI operation (src/openapi/document.ts) all come from it, so the document cannot
+ * say other than what the route does.
+ */
+type RouteFields = {
+  method: 'get' | 'post' | 'put' | 'patch';
+  /** OpenAPI's form: `{trans_id}`, not Hono's `:trans_id`. */
+  path: string;
+  operationId: string;
+  tag: 'Search' | 'Data' | 'Admin' | 'Reference';
+  summary: string;
+  description?: string;
+  pathParams?: ParamShape;
+  query?: ParamShape;
+  /** Parameters in a form body, or `{key}[i]` groups of one (`indexed`), or a JSON body (the admin API). */
+  body?: { media: string[]; schema: z.ZodObject } | { media: string[]; indexed: z.ZodObject };
+  /** MAX_BODY_BYTES unless the endpoint needs more. */
+  maxBodyBytes?: number;
+  /** The success status and body; JSON unless `media` says otherwise. */
+  success: { status: 200 | 201 | 202; schema?: z.ZodType; media?: string; description: string };
+  /**
+   * How a failure is answered: in the envelope with HTTP 200, the API's way (docs/decisions.md), with the fields
+   * the endpoint's answer has when empty; or with these HTTP statuses (the admin API, the console's image bytes).
+   */
+  failure: { envelope: z.ZodType; fields?: FailureFields } | { statuses: number[] };
+};
+
+/**
+ * Who may call: `client`, HTTP Basic or the app key (browsers and mobile clients, so CORS too); `backend`, Basic
+ * only; `admin`, the admin token; `none`, anyone. `endpoint` is the envelope's `method`.
+ */
+type Access = { auth: 'client' | 'backend' | 'admin'; endpoint: string } | { auth: 'none' };
+
+export type RouteDeclaration = RouteFields & Access;
+
+/** A route: its declaration and what handles it once the declaration's middleware has run. */
+export type Route = RouteDeclaration & { handlers: H<AppEnv>[] };
+
+export const route = (declaration: RouteDeclaration, ...handlers: H<AppEnv>[]): Route => ({ ...declaration, handlers });
+
+/** The form bodies the API reads parameters from, as the query string (docs/decisions.md). */
+export const FORMS = ['application/x-www-form-urlencoded', 'multipart/form-data'];
+
+/** The failures of an endpoint answered with HTTP statuses: bad parameters, credentials and errors, and these. */
+export const httpErrors = (...statuses: number[]) => ({ statuses: [400, 401, ...statuses, 500] });
+
+/** Hono's form of an OpenAPI path. */
+const honoPath = (path: string): string => path.replace(/\{(\w+)\}/g, ':$1');
+
+/** What runs before the handlers: the endpoint's name, body limit and failure envelope, then the credentials check. */
+function accessMiddleware(route: RouteDeclaration): MiddlewareHandler<AppEnv>[] {
+  if (route.auth === 'none') return [];
+  const { failure, maxBodyBytes } = route;
+  const named = endpoint(route.endpoint, {
+    ...(maxBodyBytes === undefined ? {} : { maxBodyBytes }),
+    ...('envelope' in failure ? { failureFields: failure.fields } : { httpStatuses: true }),
+  });
+  if (route.auth === 'admin') return [named, requireAdmin];
+  return [named, authenticate({ allowAppKey: route.auth === 'client' })];
+}
+
+export function mountRoutes(app: Hono<AppEnv>, routes: readonly Route[]): void {
+  for (const route of routes) app.on(route.method.toUpperCase(), [honoPath(route.path)], ...accessMiddleware(route), ...route.handlers);
+}
+
+/** The paths a browser may call: those admitting the app key (docs/decisions.md), which take CORS. */
+export const browserPaths = (routes: readonly Route[]): string[] =>
+  [...new Set(routes.filter((route) => route.auth === 'client').map((route) => honoPath(route.path)))];

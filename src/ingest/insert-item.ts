@@ -1,0 +1,166 @@
+/**
+ * An insert item, from its queue message to its settled outcome: a new version of an image (download, probe,
+ * inference, R2, vectors, then one D1 batch), or a metadata-only update.
+ */
+import { DownloadError, downloadImage, downloadOptions } from '../download/download';
+import type { Env } from '../env';
+import { DATA_ERRORS, type DataError } from '../http/messages';
+import { hasSupportedDimensions, probeImage, type ImageInfo } from '../images/probe';
+import { inference } from '../ports/inference';
+import { UndecodableImageError, type Prediction } from '../ports/inference/types';
+import { imageBlobKey, putImageBlob } from '../storage/blobs';
+import { applyVersion, mergeImageMetadata } from '../storage/images';
+import { vectorsRewritten } from '../storage/stale-vectors';
+import { getPendingItem, hasEarlierPendingItem, markStarted, settleItem, settleStatements, type ItemOutcome, type PendingItem } from '../storage/transactions';
+import { getSchema } from '../storage/apps';
+import { embedModelsToWrite } from '../storage/reindexes';
+import { replaceVectorMetadata, vectorMetadata, writeImageVectors, type ModelEmbedding } from '../storage/vectors';
+import { embeddingMismatch } from './embedding-mismatch';
+import type { InsertMessage } from './message';
+import { Deferred, tryAgainLater } from './retry-policy';
+
+/** Bytes an inserted image may have: a 40 MP image compresses well below this. */
+export const MAX_IMAGE_BYTES = 50 * 1024 * 1024;
+
+/** A failure that retrying cannot mend: the item is settled as failed with this spec error. */
+class ItemRejected extends Error {
+  readonly error: DataError;
+  constructor(error: DataError) {
+    super(error.message);
+    this.error = error;
+  }
+}
+
+/**
+ * Downloads and checks an item's image and predicts what the index needs of it: objects and colours, and an
+ * embedding by each of `models` (the application's, and the one a reindex moves it to), each with the same objects.
+ */
+async function fetchAndPredict(
+  env: Env,
+  item: PendingItem & { imUrl: string },
+): Promise<{ bytes: Uint8Array; info: ImageInfo; prediction: Prediction; embeddings: ModelEmbedding[] }> {
+  const download = async (): Promise<Uint8Array> => {
+    try {
+      return await downloadImage(item.imUrl, downloadOptions(env, MAX_IMAGE_BYTES));
+    } catch (error) {
+      if (error instanceof DownloadError) throw new ItemRejected(DATA_ERRORS.downloadFailed);
+      throw error;
+    }
+  };
+  // Read while the image downloads; read after the item was accepted, so a reindex begun before is seen.
+  const [bytes, models] = await Promise.all([download(), embedModelsToWrite(env.DB, item.appId)]);
+  const info = probeImage(bytes);
+  if (!info) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
+  if (!hasSupportedDimensions(info)) throw new ItemRejected(DATA_ERRORS.unsupportedDimension);
+  try {
+    const [model, ...others] = models;
+    const [prediction, ...alsoIn] = await Promise.all([
+      inference(env).predict(bytes, ['embed', 'detect', 'colors'], { priority: 'bulk', embedModel: model }),
+      ...others.map((embedModel) => inference(env).predict(bytes, ['embed', 'detect'], { priority: 'bulk', embedModel })),
+    ]);
+    const objectCount = prediction.detect.objects.length;
+    const embeddings = [prediction, ...alsoIn].map(({ embed, detect }, k) => {
+      const mismatch = embeddingMismatch(env, models[k]!, embed);
+      if (mismatch) throw new Error(mismatch);
+      return { model: models[k]!, vector: embed.vector, objects: detect.objects.slice(0, objectCount) };
+    });
+    return { bytes, info, prediction, embeddings };
+  } catch (error) {
+    if (error instanceof UndecodableImageError) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
+    throw error;
+  }
+}
+
+/**
+ * Download, check, store, embed, detect, measure colours and index one image as a new version under the item's
+ * `seq`: bytes and vectors first, then one D1 batch that makes the version the image's and settles the item
+ * (storage/images.ts). A failure before that batch leaves the previous version as it was, fully searchable; what the
+ * new version wrote is retired if it never applies.
+ */
+async function ingest(env: Env, item: PendingItem & { imUrl: string }): Promise<void> {
+  // The schema is read while the image is fetched and predicted: neither waits for the other.
+  const [schema, { bytes, info, prediction, embeddings }] = await Promise.all([getSchema(env.DB, item.appId), fetchAndPredict(env, item)]);
+  const blobKey = imageBlobKey(item.appId, item.imName, item.seq);
+  const objects = prediction.detect.objects;
+  const metadata = vectorMetadata(item.metadata, schema);
+  await Promise.all([
+    putImageBlob(env.BLOBS, blobKey, bytes, info.format),
+    writeImageVectors(env, { id: item.seq, appId: item.appId, metadata }, embeddings, prediction.colors.palette, objects),
+  ]);
+  await applyVersion(
+    env.DB,
+    {
+      id: item.seq,
+      appId: item.appId,
+      imName: item.imName,
+      imUrl: item.imUrl,
+      blobKey,
+      format: info.format,
+      width: info.width,
+      height: info.height,
+      metadata: item.metadata,
+      objectCount: objects.length,
+      colors: prediction.colors.palette,
+      embedModel: embeddings.at(-1)!.model,
+    },
+    // A version that lost to a later operation on the name is still done: the item was processed, the later one won.
+    settleStatements(env.DB, item.transId, item.index, { state: 'done' }),
+  );
+}
+
+/**
+ * A metadata-only update: D1 and the vectors' metadata change; the image, its embedding and colours stay. It
+ * changes nothing over a version that came after it (it waits for earlier items of its name: see handleInsertMessage). Settled
+ * with its record of stale vectors (storage/stale-vectors.ts) gone, once the vectors are rewritten.
+ */
+async function updateMetadata(env: Env, item: PendingItem): Promise<void> {
+  const attempt = crypto.randomUUID();
+  const merged = await mergeImageMetadata(env.DB, item, attempt);
+  if (merged.kind === 'merged') {
+    // Read after the merge, which holds a reindex's retire pass back: an old model emptied since is not written again.
+    const [schema, models] = await Promise.all([getSchema(env.DB, item.appId), embedModelsToWrite(env.DB, item.appId)]);
+    await replaceVectorMetadata(env, merged.image, vectorMetadata(merged.image.metadata, schema), models);
+  }
+  // Removed since the update was accepted: there is nothing left to update.
+  const { code, message } = DATA_ERRORS.imageNotFound;
+  const outcome: ItemOutcome = merged.kind === 'missing' ? { state: 'failed', code, message } : { state: 'done' };
+  await env.DB.batch([...settleStatements(env.DB, item.transId, item.index, outcome), vectorsRewritten(env.DB, attempt)]);
+}
+
+/**
+ * An insert item's message; answers the application whose retired versions may wait to be deleted: one replaced by
+ * an image it made live, or one whose deletion an update held back while it rewrote its vectors.
+ */
+export async function handleInsertMessage(env: Env, message: Message<InsertMessage>): Promise<string | undefined> {
+  const { transId, index } = message.body;
+  const item = await getPendingItem(env.DB, transId, index);
+  if (!item) {
+    message.ack(); // already settled: a redelivery
+    return undefined;
+  }
+  try {
+    // Checked before the item counts as started: a waiting update must not look like work under way to the sweeper,
+    // or an earlier item whose message was lost would never be sent again, and the update would wait forever.
+    if (item.imUrl === null && (await hasEarlierPendingItem(env.DB, item.appId, item.imName, item.seq))) throw new Deferred();
+    if (item.imUrl === null) {
+      await markStarted(env.DB, transId, index);
+      await updateMetadata(env, item);
+    } else {
+      // Marked while the image is fetched: the mark only has to land before the message is acknowledged.
+      await Promise.all([markStarted(env.DB, transId, index), ingest(env, { ...item, imUrl: item.imUrl })]);
+    }
+    message.ack();
+  } catch (error) {
+    if (error instanceof ItemRejected) {
+      await settleItem(env.DB, transId, index, { state: 'failed', code: error.error.code, message: error.error.message });
+      message.ack();
+      return undefined;
+    }
+    // Past max_retries the dead-letter consumer fails the item (dead-letters.ts).
+    await tryAgainLater(env.INSERT_QUEUE, message, error, () => {
+      console.error(JSON.stringify({ event: 'insert_item_error', transId, index, attempt: message.attempts, error: String(error) }));
+    });
+    return undefined;
+  }
+  return item.appId;
+}
