@@ -33,6 +33,8 @@ export default defineConfig({
           ADMIN_TOKEN: 'test-admin-token',
           // Short enough for a test to watch a download time out.
           IMAGE_DOWNLOAD_TIMEOUT_MS: '5000',
+          // Short enough for test/worker/app-cache.test.ts to watch another isolate's change arrive.
+          APP_CACHE_TTL_MS: '1500',
           INFERENCE_URL: inject<string>('inferenceUrl'),
           INFERENCE_SECRET: inject<string>('inferenceSecret'),
           FIXTURES_URL: inject<string>('fixturesUrl'),

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
@@ -17,19 +17,23 @@ import { startFixtureServer } from '@edge-image-search/devtools/fixture-server';
 import { freePort } from '@edge-image-search/devtools/free-port';
 import type { AdminConfig } from './lib/admin-client.ts';
 import { createApplication, INSERT_BATCH, insertForm, waitForInsert, type AuthHeader, type InsertStatus } from './lib/api-client.ts';
+import { distanceReport, measureDistance } from './lib/distance-bench.ts';
 import { chooseEmbedModels, loadedEmbedModels, namesOf, type LoadedModel } from './lib/embed-model-choice.ts';
 import { startInference } from '@edge-image-search/devtools/inference-service';
 import { latencyOf, type Latency } from './lib/latency.ts';
 import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
 import { cpuSeconds, processKind, sampleMemory, type Memory } from './lib/process-usage.ts';
+import { serverTimingEntries } from './lib/server-timing.ts';
 import { ROOT, useLocalWrangler } from './lib/wrangler-env.ts';
 
 /**
  * `npm run bench` (issue 8): inference time per image on each runtime; insert throughput through the queue against
  * the inference service's own throughput; /search and /uploadsearch latency at several collection sizes; memory of
- * the Worker (workerd) and of the inference service. Prints one table and writes `.local/bench.json`.
+ * the Worker (workerd) and of the inference service; searches and inserts with the D1 primary far away (issue 37,
+ * lib/distance-bench.ts). Prints the tables and writes `.local/bench.json`.
  *
  *   npm run bench -- [--embed-model <id>] [--sizes 1000,10000,100000] [--copies 2] [--images 20] [--rounds 2] [--ingest-rounds 1]
+ *   npm run bench -- --only distance     # the distance rows alone (about a minute), written into .local/bench.json's `distance`
  *
  * `--embed-model` picks the embedding model timed and inserted with, one the inference service loads
  * (INFERENCE_EMBED_MODELS; by id, entry or dimensions label, as `npm run eval` takes it); by default the service's
@@ -52,6 +56,8 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '2' },
     // Ingests searched during (issue 19), each with idle samples around it; the ratios pool every round's samples.
     'ingest-rounds': { type: 'string', default: '1' },
+    // One part alone: `distance`.
+    only: { type: 'string' },
   },
 });
 const OUT = path.join(ROOT, '.local/bench.json');
@@ -239,15 +245,8 @@ async function processedSoFar(stack: LocalStack, auth: AuthHeader, transactions:
 type ImageServer = { url: string; files: string[]; copies: number };
 
 /** The Worker's step timings of one answer, from its Server-Timing header (`inference;dur=93.1, index;dur=12`). */
-function serverTiming(response: Response): Record<string, number> {
-  const steps: Record<string, number> = {};
-  for (const entry of (response.headers.get('server-timing') ?? '').split(',')) {
-    const [name, ...fields] = entry.trim().split(';');
-    const duration = fields.find((field) => field.startsWith('dur='));
-    if (name && duration) steps[name] = Number(duration.slice(4));
-  }
-  return steps;
-}
+const serverTiming = (response: Response): Record<string, number> =>
+  Object.fromEntries(Object.entries(serverTimingEntries(response.headers.get('server-timing'))).flatMap(([name, { dur }]) => (dur === undefined ? [] : [[name, dur]])));
 
 type Timed = { ms: number; steps: Record<string, number> };
 
@@ -465,14 +464,27 @@ const ms = (value: number): string => `${value.toFixed(1)} ms`;
 const mib = (memory: Memory | undefined): string => (memory ? `${memory.peakRssMiB} MiB (VmHWM ${memory.hwmMiB} MiB)` : 'n/a');
 const meets = (ok: boolean): string => (ok ? 'met' : 'NOT met');
 
+/** `--only distance`: its rows replace the `distance` of the last report, the rest of which stays. */
+async function distanceOnly(): Promise<void> {
+  const distance = await measureDistance();
+  const previous = existsSync(OUT) ? (JSON.parse(readFileSync(OUT, 'utf8')) as Record<string, unknown>) : {};
+  writeFileSync(OUT, `${JSON.stringify({ ...previous, distance }, null, 2)}\n`);
+  console.log(`\n${distanceReport(distance)}\n\n${distance.seconds.toFixed(0)} s in all. JSON: ${path.relative(ROOT, OUT)} (distance)`);
+}
+
 async function main(): Promise<void> {
   mkdirSync(path.dirname(OUT), { recursive: true });
+  if (args.only !== undefined) {
+    if (args.only !== 'distance') throw new Error(`--only: distance is the one part that runs alone, got ${args.only}`);
+    return distanceOnly();
+  }
   const started = performance.now();
   const model = await chooseModel();
   console.log(`Embedding model: ${model.label}, ${model.id} (INFERENCE_EMBED_MODELS entry ${model.entryName})`);
   const inference = await measureInference(model);
   const throughput = await measureThroughput(model.id);
   const search = await measureSearch(args.sizes!);
+  const distance = await measureDistance();
   const searchModel = workerTestsModel();
 
   const rows: [string, string, string][] = [];
@@ -550,11 +562,13 @@ async function main(): Promise<void> {
     inference,
     throughput,
     search,
+    distance,
     seconds: (performance.now() - started) / 1000,
   };
   writeFileSync(OUT, `${JSON.stringify(report, null, 2)}\n`);
   console.log(`\nEmbedding model: ${model.label}, ${model.id}`);
   console.log(`\n| what | measured | target |\n| --- | --- | --- |\n${rows.map((row) => `| ${row.join(' | ')} |`).join('\n')}`);
+  console.log(`\n${distanceReport(distance)}`);
   console.log(`\n${report.seconds.toFixed(0)} s in all. JSON: ${path.relative(ROOT, OUT)}`);
 }
 

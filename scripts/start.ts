@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { adminRequest, type AdminConfig } from './lib/admin-client.ts';
-import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
+import { simulatedDistance, startLocalStack, type LocalStack } from './lib/local-stack.ts';
 import { ROOT } from './lib/wrangler-env.ts';
 
 /**
@@ -61,7 +61,8 @@ function describeModels(running: LocalStack, demo: { app_id: string; embedModel:
 }
 
 async function main(): Promise<void> {
-  stack = await startLocalStack({ port, inferencePort, adminToken: admin.token, onExit: (code) => stopAll(code ?? 1) });
+  // D1_SIMULATED_PRIMARY_MS and D1_SIMULATED_REPLICA_MS, when set here, reach the Worker (README, Run it).
+  stack = await startLocalStack({ port, inferencePort, adminToken: admin.token, vars: simulatedDistance(), onExit: (code) => stopAll(code ?? 1) });
 
   const demo = await ensureDemoApp(stack.defaultEmbedModel);
   const auth = `${demo.access_key}:${demo.secret_key}`;

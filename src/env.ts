@@ -9,6 +9,12 @@ export interface Env extends WranglerEnv {
   ADMIN_TOKEN: string;
   /** Bearer secret the inference service requires (`npm start` makes one per run). */
   INFERENCE_SECRET?: string;
+  /**
+   * A local simulation of distance (README, Run it; `npm start` passes them from its environment): the milliseconds
+   * each D1 round trip to the primary, and each read a session may serve from a replica, waits. Unset in a deploy.
+   */
+  D1_SIMULATED_PRIMARY_MS?: string;
+  D1_SIMULATED_REPLICA_MS?: string;
 }
 
 export type AppEnv = { Bindings: Env };

@@ -6,6 +6,7 @@ import type { IngestMessage } from './ingest/message';
 import { sweepStalledInserts } from './ingest/sweeper';
 
 export { LocalVectorIndex } from './ports/vector-index/local';
+export { UsageCounter } from './storage/usage-counter';
 
 export default {
   fetch: app.fetch,

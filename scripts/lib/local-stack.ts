@@ -39,6 +39,17 @@ export type LocalStack = {
 };
 
 const wranglerBin = path.join(ROOT, 'node_modules/.bin/wrangler');
+
+/**
+ * The local simulation of distance (README, Run it): each D1 round trip to the primary, and each read a session may
+ * serve from a replica, waits this many milliseconds in the Worker (src/storage/d1-meter.ts). Off unless set.
+ */
+const SIMULATED_DISTANCE = ['D1_SIMULATED_PRIMARY_MS', 'D1_SIMULATED_REPLICA_MS'] as const;
+
+/** The simulated distances set in `environment`, as the Worker's vars. */
+export const simulatedDistance = (environment: NodeJS.ProcessEnv = process.env): Record<string, string> =>
+  Object.fromEntries(SIMULATED_DISTANCE.flatMap((name) => (environment[name] ? [[name, environment[name]]] : [])));
+
 /** wrangler dev runs no cron: the stack calls the Worker's scheduled handler itself, as often as wrangler.toml's cron. */
 const SWEEP_EVERY_MS = 10 * 60_000;
 /** A first start on an `hf:` model downloads it before the service listens. */
@@ -73,6 +84,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const embedVars = chosen ? { EMBED_MODELS: JSON.stringify(embedModels), EMBED_MODEL: defaultEmbedModel } : {};
 
   const vars = { ADMIN_TOKEN: options.adminToken, INFERENCE_URL: inferenceUrl, INFERENCE_SECRET: inferenceSecret, ...embedVars, ...options.vars };
+  const distance = SIMULATED_DISTANCE.filter((name) => Number(options.vars?.[name] ?? 0) > 0).map((name) => `${name}=${options.vars?.[name]}`);
+  if (distance.length > 0) console.log(`Simulating distance to D1: ${distance.join(', ')} (milliseconds added to each round trip)`);
   const wrangler = spawn(
     wranglerBin,
     [

@@ -2,11 +2,18 @@ import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../env';
 import { ApiError } from '../http/envelope';
 import { GENERAL } from '../http/messages';
-import { findAppByAccessKey, findAppByAppKeyHash, type AppRecord } from '../storage/apps';
+import { findAppByAccessKey, findAppByAppKeyHash, type AppRecord, type StoredField } from '../storage/apps';
 import { digestsEqual, hashKey } from './keys';
 
-/** What authenticate sets besides the body's part of `params`: the calling application. */
-export type AuthVariables = { app: AppRecord };
+/** What authenticate sets besides the body's part of `params`: the calling application, and its schema when read now. */
+export type AuthVariables = {
+  app: AppRecord;
+  /**
+   * The application's schema as stored, when this request read the application from D1 (not the isolate's copy):
+   * a write checks against it instead of reading it again (one round trip less on `/insert`).
+   */
+  storedSchema: StoredField[] | undefined;
+};
 
 declare module 'hono' {
   interface ContextVariableMap extends AuthVariables {}
@@ -47,11 +54,12 @@ export const authenticate = (options: { allowAppKey: boolean }) =>
     if (header) {
       const credentials = parseBasic(header);
       if (!credentials) throw invalidKeys();
-      const found = await findAppByAccessKey(c.env.DB, credentials.accessKey);
+      const found = await findAppByAccessKey(c.env, credentials.accessKey);
       // Hash even for an unknown access key, so the answer takes the same time either way.
       const presented = await hashKey(credentials.secretKey);
       if (!found || !digestsEqual(presented, found.secretKeyHash)) throw invalidKeys();
       c.set('app', found.app);
+      c.set('storedSchema', found.readNow ? found.schema : undefined);
       c.set('params', await c.var.params.withBody(request, { maxBytes }));
       return next();
     }
@@ -63,9 +71,10 @@ export const authenticate = (options: { allowAppKey: boolean }) =>
     c.set('params', params);
     const appKey = params.string(APP_KEY_PARAMETER);
     if (appKey === undefined) throw unauthorized();
-    const app = await findAppByAppKeyHash(c.env.DB, await hashKey(appKey));
-    if (!app) throw invalidKeys();
-    c.set('app', app);
+    const found = await findAppByAppKeyHash(c.env, await hashKey(appKey));
+    if (!found) throw invalidKeys();
+    c.set('app', found.app);
+    c.set('storedSchema', found.readNow ? found.schema : undefined);
     if (inQuery) c.set('params', await params.withBody(request, { maxBytes }));
     return next();
   });

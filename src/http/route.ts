@@ -5,6 +5,7 @@ import { requireAdmin } from '../auth/admin';
 import { authenticate } from '../auth/middleware';
 import type { AppEnv } from '../env';
 import { endpoint, type FailureFields } from './middleware';
+import { readNear } from './round-trips';
 import type { ParamShape } from './param-schema';
 
 /**
@@ -33,6 +34,11 @@ type RouteFields = {
    * the endpoint's answer has when empty; or with these HTTP statuses (the admin API, the console's image bytes).
    */
   failure: { envelope: z.ZodType; fields?: FailureFields } | { statuses: number[] };
+  /**
+   * `near`: D1 is read through a session that may read a replica near the Worker (the searches, README Deploy);
+   * otherwise from the primary, which reads every write at once (`/insert/status` right after its `/insert`).
+   */
+  reads?: 'near';
 };
 
 /**
@@ -69,8 +75,12 @@ function accessMiddleware(route: RouteDeclaration): MiddlewareHandler<AppEnv>[] 
   return [named, authenticate({ allowAppKey: route.auth === 'client' })];
 }
 
+/** Every route; one that reads `near` reads so from the start, its credentials too. */
 export function mountRoutes(app: Hono<AppEnv>, routes: readonly Route[]): void {
-  for (const route of routes) app.on(route.method.toUpperCase(), [honoPath(route.path)], ...accessMiddleware(route), ...route.handlers);
+  for (const route of routes) {
+    const reads = route.reads === 'near' ? [readNear] : [];
+    app.on(route.method.toUpperCase(), [honoPath(route.path)], ...reads, ...accessMiddleware(route), ...route.handlers);
+  }
 }
 
 /** The paths a browser may call: those admitting the app key (docs/decisions.md), which take CORS. */

@@ -11,6 +11,7 @@ import { base64ToBytes } from '../base64';
 import type { Env } from '../env';
 import { inference } from '../ports/inference';
 import { UndecodableImageError, UnknownEmbedModelError } from '../ports/inference/types';
+import { appCacheTtlMs } from '../storage/app-cache';
 import { getSchema, type SchemaField } from '../storage/apps';
 import { getImagesByIds } from '../storage/images';
 import type { ImageMetadata } from '../storage/metadata';
@@ -46,7 +47,8 @@ export class ReindexFailed extends Error {}
  * end before they are emptied), with the number its message carries; or nothing, when the reindex ended or another
  * chain of steps took over.
  */
-export type ReindexStep = { next: 'now' | 'wait'; step: number } | { next: 'ended' };
+/** What comes after a step: the next one now, after a wait (DEFER_SECONDS unless `delaySeconds` says), or nothing. */
+export type ReindexStep = { next: 'now' | 'wait'; step: number; delaySeconds?: number } | { next: 'ended' };
 
 const ENDED: ReindexStep = { next: 'ended' };
 const then = (next: 'now' | 'wait', step: number | null): ReindexStep => (step === null ? ENDED : { next, step });
@@ -124,7 +126,9 @@ export async function continueReindex(env: Env, appId: string, step: number): Pr
       await Promise.all(images.map((image) => reembed(env, reindex, image, schema)));
       return then('now', await advanceReindex(env.DB, reindex));
     }
-    if (await switchToNewModel(env.DB, reindex)) return { next: 'wait', step: reindex.step + 1 };
+    // Other isolates search the old model until their copy of the application expires (docs/decisions.md, Caching
+    // the calling application): its vectors are retired only after that.
+    if (await switchToNewModel(env.DB, reindex)) return { next: 'wait', step: reindex.step + 1, delaySeconds: Math.max(DEFER_SECONDS, Math.ceil(appCacheTtlMs(env) / 1000) + 1) };
     return then('wait', await advanceReindex(env.DB, reindex));
   } catch (error) {
     if (!(error instanceof ReindexFailed)) throw error;
@@ -140,7 +144,7 @@ export async function handleReindexMessage(env: Env, message: Message<ReindexMes
   try {
     const after = await continueReindex(env, appId, step);
     if (after.next !== 'ended') {
-      await sendReindexMessage(env.INSERT_QUEUE, { reindex: appId, step: after.step }, after.next === 'wait' ? { delaySeconds: DEFER_SECONDS } : {});
+      await sendReindexMessage(env.INSERT_QUEUE, { reindex: appId, step: after.step }, after.next === 'wait' ? { delaySeconds: after.delaySeconds ?? DEFER_SECONDS } : {});
     }
     message.ack();
   } catch (error) {

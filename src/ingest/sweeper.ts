@@ -4,7 +4,6 @@ import { getSchema } from '../storage/apps';
 import { getImagesByIds } from '../storage/images';
 import { deleteRetiredVersions } from '../storage/retired';
 import { staleVectorsLeft, vectorsRewritten, type StaleVectors } from '../storage/stale-vectors';
-import { pruneUsage } from '../storage/usage';
 import { findStalledItems, pruneRemovals, recordSweep } from '../storage/transactions';
 import { formatTimestamp } from '../time';
 import { failForGood } from './dead-letters';
@@ -49,7 +48,7 @@ async function rewriteStaleVectors(env: Env, stale: StaleVectors): Promise<void>
  * lost is sent again (a redelivery of an item already settled is a no-op), and one re-sent MAX_SWEEPS times in vain
  * is failed, so that every transaction reaches 100; vectors a metadata update given up left with older metadata than
  * D1 are rewritten; what retired image versions left is deleted; removals no pending
- * insert can meet, expired query images and old usage windows are forgotten; a stalled reindex is resumed.
+ * insert can meet and expired query images are forgotten; a stalled reindex is resumed.
  */
 export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent: number; failed: number }> {
   const before = formatTimestamp(new Date(now.getTime() - STALL_MINUTES * 60_000));
@@ -83,6 +82,5 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
   for (let run = 0; run < RETIRED_RUNS && (await deleteRetiredVersions(env)) > 0; run++);
   await pruneRemovals(env.DB);
   await deleteExpiredQueryImages(env.DB, env.BLOBS, now);
-  await pruneUsage(env.DB, now.getTime());
   return { resent: resend.length, failed: exhausted.length };
 }

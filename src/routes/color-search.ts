@@ -9,7 +9,7 @@ import { readSearchOptions } from '../search/options';
 import { emptySearchPage, PAGING } from '../search/paging';
 import { searchQuota } from '../search/quota';
 import { runSearch } from '../search/pipeline';
-import { getSchema } from '../storage/apps';
+import { cachedSchema } from '../storage/apps';
 
 /** Search by color (docs/api.md, GET /colorsearch): images whose palette (or a detected object's) is nearest the asked colours. */
 export const colorSearchRoutes = [
@@ -23,6 +23,7 @@ export const colorSearchRoutes = [
       description: "Images whose palette (or a detected object's) is nearest the asked colours.",
       auth: 'client',
       endpoint: 'colorsearch',
+      reads: 'near',
       query: { ...COLOR_QUERY, page: PAGING.page, limit: PAGING.limit, ...ADVANCED },
       success: { status: 200, schema: responses.colorSearchResponse, description: 'Results, best first.' },
       failure: { envelope: responses.searchFailure, fields: emptySearchPage },
@@ -31,7 +32,7 @@ export const colorSearchRoutes = [
     async (c) => {
       const { params, app } = c.var;
       const colors = readColorQuery(params, Number(c.env.COLOR_SEARCH_MAX_COLORS));
-      const options = readSearchOptions(params, await getSchema(c.env.DB, app.id), app, { limitName: 'limit', allowGroupBy: true });
+      const options = readSearchOptions(params, await cachedSchema(c.env, app.id), app, { limitName: 'limit', allowGroupBy: true });
       await requireCollection(c.env.DB, app.id);
 
       const page = await runSearch(c.env, { appId: app.id, embedModel: app.embedModel, space: 'color', vector: paletteVector(colors) }, options);

@@ -21,6 +21,7 @@ export const consoleRoutes = [
       description: "The web console's thumbnails; not in the ViSearch API. Each counts as a call under `searches_per_minute`.",
       auth: 'client',
       endpoint: 'image',
+      reads: 'near',
       query: SIMILAR_QUERY,
       success: { status: 200, media: 'image/*', description: 'The image as it was downloaded at insert.' },
       failure: httpErrors(404, 429),

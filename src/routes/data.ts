@@ -37,7 +37,7 @@ const nothingDone = () => ({ total: 0, result: [] });
 
 const insert: Handler<AppEnv> = async (c) => {
   const { app, params } = c.var;
-  const parsed = parseInsert(params, await getSchema(c.env.DB, app.id));
+  const parsed = parseInsert(params, c.var.storedSchema ?? (await getSchema(c.env.DB, app.id)));
   if (parsed.kind === 'too_many') throw ApiError.data(400, parsed.error);
 
   const updates = parsed.accepted.filter((item) => item.imUrl === null).map((item) => item.imName);

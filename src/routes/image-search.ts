@@ -24,7 +24,7 @@ import { searchQuota } from '../search/quota';
 import { readRegion, REGION } from '../search/region';
 import { runSearch } from '../search/pipeline';
 import { embedQueryText, readQueryText, steer, STEERING_TEXT } from '../search/text-query';
-import { getSchema } from '../storage/apps';
+import { cachedSchema } from '../storage/apps';
 
 /**
  * What both upload searches do first: read and check the parameters, then resolve and analyse the query image (the
@@ -38,7 +38,7 @@ async function prepare(
 ) {
   const { params, app } = c.var;
   // group_by is not supported by /discoversearch, the one endpoint with points.
-  const options = readSearchOptions(params, await getSchema(c.env.DB, app.id), app, {
+  const options = readSearchOptions(params, await cachedSchema(c.env, app.id), app, {
     limitName: endpoint.limitName,
     allowGroupBy: !endpoint.allowPoints,
   });
@@ -125,7 +125,7 @@ const { image: _file, ...imageByReference } = QUERY_IMAGE;
 const uploadSearchParams = { box: REGION.box, ...detection, ...STEERING_TEXT, page, limit, ...ADVANCED };
 const discoverSearchParams = { ...REGION, ...detection, detection_limit, ...STEERING_TEXT, page, result_limit, ...advancedWithoutGroups };
 
-const searchAccess = { tag: 'Search', auth: 'client' } as const;
+const searchAccess = { tag: 'Search', auth: 'client', reads: 'near' } as const;
 const uploadSearchRoute = {
   ...searchAccess,
   endpoint: 'uploadsearch',

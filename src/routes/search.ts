@@ -13,7 +13,7 @@ import { searchQuota } from '../search/quota';
 import { runSearch } from '../search/pipeline';
 import { SIMILAR_QUERY } from '../search/similar-query';
 import { fetchableFields, toValueMap } from '../search/value-map';
-import { getSchema } from '../storage/apps';
+import { cachedSchema } from '../storage/apps';
 import { findImageByName } from '../storage/images';
 import { isImagePending } from '../storage/transactions';
 import { imageVectors } from '../storage/vectors';
@@ -25,7 +25,7 @@ const similar: Handler<AppEnv> = async (c) => {
   // Both reads at once (one D1 round trip less); the parameters are still checked before the image is looked at.
   // The query image's metadata is read only for qinfo.
   const metadataFields = readParam(params, ADVANCED, 'qinfo') ? 'all' : [];
-  const [schema, image] = await Promise.all([getSchema(c.env.DB, app.id), findImageByName(c.env.DB, app.id, imName, metadataFields)]);
+  const [schema, image] = await Promise.all([cachedSchema(c.env, app.id), findImageByName(c.env.DB, app.id, imName, metadataFields)]);
   const options = readSearchOptions(params, schema, app, { limitName: 'limit', allowGroupBy: true });
 
   const stillProcessing = new ApiError(404, SEARCH_ERRORS.stillProcessing);
@@ -50,6 +50,7 @@ const similarRoute = {
   auth: 'client',
   // `/recommendation` is answered as the original service answers it: with `method: search`.
   endpoint: 'search',
+  reads: 'near',
   query: { ...SIMILAR_QUERY, page: PAGING.page, limit: PAGING.limit, ...ADVANCED },
   success: { status: 200, schema: responses.searchResponse, description: 'Results, best first.' },
   failure: { envelope: responses.searchFailure, fields: emptySearchPage },

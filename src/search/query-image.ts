@@ -7,6 +7,7 @@ import type { RequestParams } from '../http/params';
 import { hasSupportedDimensions, probeImage, type ImageInfo } from '../images/probe';
 import type { AppRecord } from '../storage/apps';
 import { putImageBlob, queryBlobKey } from '../storage/blobs';
+import { primaryDatabase } from '../storage/d1-meter';
 import { findQueryImage, insertQueryImage, setQueryImageAnalysis } from '../storage/query-images';
 import { keptAnalysisText, parseQueryAnalysis, type QueryAnalysis } from './query-analysis';
 import { countDownloadedBytes, refuseCutDownload } from './quota';
@@ -51,13 +52,13 @@ async function download(env: Env, app: QueryApp, url: string, bytesLeft: number)
     if (!(error instanceof DownloadError)) throw error;
     if (error.reason === 'timeout') throw new ApiError(400, SEARCH_ERRORS.downloadTimeout);
     if (error.reason === 'too_large') {
-      if (maxBytes < MAX_QUERY_IMAGE_BYTES) await refuseCutDownload(env.DB, app, maxBytes);
+      if (maxBytes < MAX_QUERY_IMAGE_BYTES) await refuseCutDownload(env.USAGE_COUNTER, app, maxBytes);
       throw tooLarge();
     }
     if (error.reason === 'invalid_url') throw new ApiError(400, SEARCH_ERRORS.invalidImageOrUrl);
     throw new ApiError(400, SEARCH_ERRORS.downloadFailed);
   }
-  await countDownloadedBytes(env.DB, app, bytes.byteLength);
+  await countDownloadedBytes(env.USAGE_COUNTER, app, bytes.byteLength);
   return bytes;
 }
 
@@ -83,7 +84,8 @@ export async function resolveQueryImage(env: Env, app: QueryApp, params: Request
   if (given.length !== 1) throw invalidParameter('Exactly one of image, im_url and im_id is required.');
 
   if (imId) {
-    const row = await findQueryImage(env.DB, app.id, imId);
+    // Kept by an earlier search, maybe a moment ago: a replica that has not seen it yet does not say it is unknown.
+    const row = (await findQueryImage(env.DB, app.id, imId)) ?? (await findQueryImage(primaryDatabase(env), app.id, imId));
     if (!row) throw notFound();
     const info = { format: row.format as ImageInfo['format'], width: row.width, height: row.height };
     let stored: Promise<Uint8Array> | undefined;

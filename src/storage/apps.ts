@@ -1,4 +1,5 @@
 import { formatTimestamp } from '../time';
+import { APP_CACHE_ENTRIES, AppCache, appCacheTtlMs } from './app-cache';
 import { forgetNumbers, NUMBER_TAKEN, takeNumber } from './sequence';
 import { isCarriedByVectors } from './vector-metadata';
 
@@ -75,20 +76,98 @@ export async function getApp(db: D1Database, id: string): Promise<AppRecord | nu
   return row ? toRecord(row) : null;
 }
 
-/** The application and its secret's digest, for Basic auth. */
-export async function findAppByAccessKey(
-  db: D1Database,
-  accessKey: string,
-): Promise<{ app: AppRecord; secretKeyHash: string } | null> {
-  const row = await db.prepare('SELECT * FROM apps WHERE access_key = ?').bind(accessKey).first<AppRow>();
-  return row ? { app: toRecord(row), secretKeyHash: row.secret_key_hash } : null;
+/**
+ * A field as stored: `carried` when every image's vectors carry its values (vectorMetadata), so that the vector index
+ * may filter on it; not so from the moment vectors begin to carry it while images hold values for it (made
+ * searchable, or turned from text), until each of them is inserted again (migrations/0013).
+ */
+export type StoredField = SchemaField & { carried: boolean };
+
+type SchemaRow = { name: string; type: FieldType; searchable: number; carried: number };
+
+const toSchema = (rows: SchemaRow[]): StoredField[] =>
+  rows.map((row) => ({ name: row.name, type: row.type, searchable: row.searchable === 1, carried: row.carried === 1 }));
+
+/** The columns an application is found by. */
+type AppKeyColumn = 'id' | 'access_key' | 'app_key_hash';
+
+/** The schema of the application whose `column` is `value`. */
+function schemaStatement(db: D1Database, column: AppKeyColumn, value: string): D1PreparedStatement {
+  // The oldest image is looked up only for a field not carried by every vector since the beginning.
+  return db
+    .prepare(
+      `WITH app AS (SELECT id FROM apps WHERE ${column} = ?1)
+       SELECT name, type, searchable,
+         CASE WHEN carried_from IS NULL THEN 0 WHEN carried_from = 0 THEN 1
+           ELSE carried_from <= coalesce((SELECT min(id) FROM images WHERE app_id = (SELECT id FROM app)), carried_from) END AS carried
+       FROM app_fields WHERE app_id = (SELECT id FROM app) ORDER BY name`,
+    )
+    .bind(value);
 }
 
-/** The application whose app key has this digest. */
-export async function findAppByAppKeyHash(db: D1Database, appKeyHash: string): Promise<AppRecord | null> {
-  const row = await db.prepare('SELECT * FROM apps WHERE app_key_hash = ?').bind(appKeyHash).first<AppRow>();
-  return row ? toRecord(row) : null;
+/** The schema as stored now, for writes and the admin API (searches read cachedSchema). */
+export async function getSchema(db: D1Database, appId: string): Promise<StoredField[]> {
+  const { results } = await schemaStatement(db, 'id', appId).all<SchemaRow>();
+  return toSchema(results);
 }
+
+/**
+ * An application as a request finds it: its record, its secret key's digest (Basic auth) and its schema, read in
+ * one round trip and kept in the isolate for APP_CACHE_TTL_MS (storage/app-cache.ts).
+ */
+export type CallingApp = {
+  app: AppRecord;
+  secretKeyHash: string;
+  schema: StoredField[];
+  /** Read from D1 by this call rather than taken from the isolate's copy: the schema is then as stored. */
+  readNow?: true;
+};
+
+/** What the cached lookups read: the database and APP_CACHE_TTL_MS. */
+export type AppCacheEnv = { DB: D1Database; APP_CACHE_TTL_MS?: string };
+
+const callingApps = new AppCache<CallingApp>(APP_CACHE_ENTRIES);
+const cacheKey = (column: AppKeyColumn, value: string): string => `${column}:${value}`;
+
+/**
+ * The application whose `column` is `value`, from the isolate's copy or else read with its schema in one batch.
+ * An unknown key is not kept: it costs a read each time, and a stream of made-up keys cannot push real
+ * applications out of the cache.
+ */
+async function findCallingApp(env: AppCacheEnv, column: AppKeyColumn, value: string): Promise<CallingApp | null> {
+  const key = cacheKey(column, value);
+  const cached = callingApps.get(key);
+  if (cached) return cached;
+  const mark = callingApps.mark();
+  const [apps, fields] = await env.DB.batch([
+    env.DB.prepare(`SELECT * FROM apps WHERE ${column} = ?`).bind(value),
+    schemaStatement(env.DB, column, value),
+  ]);
+  const row = apps?.results[0] as AppRow | undefined;
+  if (!row) return null;
+  const found = { app: toRecord(row), secretKeyHash: row.secret_key_hash, schema: toSchema((fields?.results ?? []) as SchemaRow[]) };
+  callingApps.keep([key, cacheKey('id', row.id)], row.id, found, appCacheTtlMs(env), mark);
+  return { ...found, readNow: true };
+}
+
+/** The application and its secret's digest, for Basic auth. */
+export const findAppByAccessKey = (env: AppCacheEnv, accessKey: string): Promise<CallingApp | null> =>
+  findCallingApp(env, 'access_key', accessKey);
+
+/** The application whose app key has this digest. */
+export const findAppByAppKeyHash = (env: AppCacheEnv, appKeyHash: string): Promise<CallingApp | null> =>
+  findCallingApp(env, 'app_key_hash', appKeyHash);
+
+/**
+ * The schema a search reads: the isolate's copy, up to APP_CACHE_TTL_MS old (it came with the application when the
+ * request found it). Writes read it fresh (getSchema).
+ */
+export async function cachedSchema(env: AppCacheEnv, appId: string): Promise<StoredField[]> {
+  return (await findCallingApp(env, 'id', appId))?.schema ?? [];
+}
+
+/** The application changed (keys, settings, schema, model): this isolate forgets it at once, others within the TTL. */
+export const forgetApp = (appId: string): void => callingApps.forget(appId);
 
 export type AppSettings = Partial<AppLimits> & { textDefaultOperator?: TextOperator | undefined };
 
@@ -106,27 +185,7 @@ export async function updateSettings(db: D1Database, appId: string, settings: Ap
     .prepare(`UPDATE apps SET ${changes.map(([column]) => `${column} = ?`).join(', ')} WHERE id = ?`)
     .bind(...changes.map(([, value]) => value), appId)
     .run();
-}
-
-/**
- * A field as stored: `carried` when every image's vectors carry its values (vectorMetadata), so that the vector index
- * may filter on it; not so from the moment vectors begin to carry it while images hold values for it (made
- * searchable, or turned from text), until each of them is inserted again (migrations/0013).
- */
-export type StoredField = SchemaField & { carried: boolean };
-
-export async function getSchema(db: D1Database, appId: string): Promise<StoredField[]> {
-  // The oldest image is looked up only for a field not carried by every vector since the beginning.
-  const { results } = await db
-    .prepare(
-      `SELECT name, type, searchable,
-         CASE WHEN carried_from IS NULL THEN 0 WHEN carried_from = 0 THEN 1
-           ELSE carried_from <= coalesce((SELECT min(id) FROM images WHERE app_id = ?1), carried_from) END AS carried
-       FROM app_fields WHERE app_id = ?1 ORDER BY name`,
-    )
-    .bind(appId)
-    .all<{ name: string; type: FieldType; searchable: number; carried: number }>();
-  return results.map((row) => ({ name: row.name, type: row.type, searchable: row.searchable === 1, carried: row.carried === 1 }));
+  forgetApp(appId);
 }
 
 /**
@@ -158,4 +217,5 @@ export async function replaceSchema(db: D1Database, appId: string, fields: Schem
     ),
     forgetNumbers(db),
   ]);
+  forgetApp(appId);
 }

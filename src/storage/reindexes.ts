@@ -1,4 +1,5 @@
 import { formatTimestamp } from '../time';
+import { forgetApp } from './apps';
 
 /**
  * An application's re-embedding into another embedding model (migrations/0012, ingest/reindex.ts): `embedding` while
@@ -175,7 +176,9 @@ export async function switchToNewModel(db: D1Database, reindex: Reindex): Promis
       )
       .bind(reindex.appId, reindex.toModel, now, reindex.step),
   ]);
-  return (moved?.meta.changes ?? 0) > 0;
+  if (!moved?.meta.changes) return false;
+  forgetApp(reindex.appId);
+  return true;
 }
 
 /**

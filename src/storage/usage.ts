@@ -39,27 +39,3 @@ export type InsertLimits = Pick<AppLimits, 'imageLimit' | 'pendingLimit'>;
 /** The parameters ?1 to ?4 of LIMIT_PASSED. */
 export const limitParams = (appId: string, names: string[], limits: InsertLimits) =>
   [appId, JSON.stringify(names), limits.imageLimit, limits.pendingLimit] as const;
-
-/** What one minute of an application's calls and query images used, this count included. */
-export type MinuteUsage = { searches: number; uploadBytes: number; secondsLeft: number };
-
-/**
- * Counts calls and query-image bytes in the application's current minute, atomically, and answers the minute's
- * totals; windows older than an hour are forgotten by the sweeper (pruneUsage).
- */
-export async function countUsage(db: D1Database, appId: string, calls: number, uploadBytes: number, now = Date.now()): Promise<MinuteUsage> {
-  const window = Math.floor(now / 60_000);
-  const row = await db
-    .prepare(
-      `INSERT INTO usage_windows (app_id, window, searches, upload_bytes) VALUES (?, ?, ?, ?)
-       ON CONFLICT (app_id, window) DO UPDATE SET searches = searches + excluded.searches, upload_bytes = upload_bytes + excluded.upload_bytes
-       RETURNING searches, upload_bytes`,
-    )
-    .bind(appId, window, calls, uploadBytes)
-    .first<{ searches: number; upload_bytes: number }>();
-  return { searches: row?.searches ?? calls, uploadBytes: row?.upload_bytes ?? uploadBytes, secondsLeft: 60 - Math.floor((now % 60_000) / 1000) };
-}
-
-export async function pruneUsage(db: D1Database, now = Date.now()): Promise<void> {
-  await db.prepare('DELETE FROM usage_windows WHERE window < ?').bind(Math.floor(now / 60_000) - 60).run();
-}

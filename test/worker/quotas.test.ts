@@ -95,6 +95,16 @@ describe('per-application limits a minute', () => {
     expect(await refused.json()).toEqual({ status: 'fail', method: 'image', error: [BUSY] });
     expect((await colorsearch(app)).body).toMatchObject({ status: 'fail', error: [BUSY] });
   });
+
+  it('counts without a round trip to the D1 primary: a Durable Object per application keeps the minute', async () => {
+    const app = await createApp('limited-near');
+    await setLimits(app, { searches_per_minute: 10, upload_bytes_per_minute: 1_000_000 });
+    await startOfEnoughMinute();
+    expect((await colorsearch(app)).body.error).toEqual([EMPTY_COLLECTION]);
+    const counted = await call(`/colorsearch?color=ff0000&access_key=${app.app_key}`);
+    expect(await counted.json()).toMatchObject({ error: [EMPTY_COLLECTION] });
+    expect(counted.headers.get('server-timing')).toMatch(/(^|, )d1-primary;dur=[\d.]+;desc="0"(,|$)/);
+  });
 });
 
 describe('query images', () => {

@@ -36,24 +36,27 @@ function countingDb(db: D1Database): CountingDb {
       },
     });
   const unwrap = new WeakMap<D1PreparedStatement, D1PreparedStatement>();
-  const wrapped = new Proxy(db, {
-    get(target, property) {
-      if (property === 'prepare') {
-        return (query: string) => {
-          const inner = target.prepare(query);
-          const outer = statement(inner);
-          unwrap.set(outer, inner);
-          return outer;
-        };
-      }
-      if (property === 'batch') {
-        return async (statements: D1PreparedStatement[]) => count(await target.batch(statements.map((s) => unwrap.get(s) ?? s)));
-      }
-      const value = Reflect.get(target, property, target) as unknown;
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
-  return { db: wrapped, bytes: () => bytes };
+  // The binding, and the sessions searches read through (they may read a replica, README Deploy): both counted.
+  const counted = <Sends extends object>(sends: Sends): Sends =>
+    new Proxy(sends, {
+      get(target, property) {
+        if (property === 'withSession') return (...args: unknown[]) => counted((target as unknown as D1Database).withSession(...(args as [string])));
+        if (property === 'prepare') {
+          return (query: string) => {
+            const inner = (target as unknown as D1Database).prepare(query);
+            const outer = statement(inner);
+            unwrap.set(outer, inner);
+            return outer;
+          };
+        }
+        if (property === 'batch') {
+          return async (statements: D1PreparedStatement[]) => count(await (target as unknown as D1Database).batch(statements.map((s) => unwrap.get(s) ?? s)));
+        }
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  return { db: counted(db), bytes: () => bytes };
 }
 
 /** A search through the Worker with the counting D1: its answer, and the bytes D1 returned for it. */

@@ -1,4 +1,5 @@
 import type { Env } from '../../env';
+import { roundTripMeterOf } from '../../storage/d1-meter';
 import { localVectorIndex } from './local';
 import { shardedIndex } from './sharded';
 import type { VectorIndex } from './types';
@@ -22,7 +23,10 @@ function baseIndex(env: Env, indexName: string): VectorIndex {
 
 /**
  * The configured vector index adapter (nothing account-only unless the config selects it), spread over
- * `VECTOR_INDEX_SHARDS` namespaces per application so that searches reach the API's 1000 results.
+ * `VECTOR_INDEX_SHARDS` namespaces per application so that searches reach the API's 1000 results. In a request, each
+ * call is counted as one round trip, whatever the shards (storage/d1-meter.ts).
  */
-export const vectorIndex = (env: Env, indexName: string): VectorIndex =>
-  shardedIndex(baseIndex(env, indexName), Number(env.VECTOR_INDEX_SHARDS));
+export function vectorIndex(env: Env, indexName: string): VectorIndex {
+  const index = shardedIndex(baseIndex(env, indexName), Number(env.VECTOR_INDEX_SHARDS));
+  return roundTripMeterOf(env)?.vectorIndex(index) ?? index;
+}
