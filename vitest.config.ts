@@ -4,6 +4,7 @@ import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-plugin';
 import { defineConfig } from 'vitest/config';
 import { unstable_readConfig } from 'wrangler';
 import { useLocalWrangler } from './scripts/lib/wrangler-env.ts';
+import { keepWorkerEventsIn, testLogOf } from './test/support/test-log.ts';
 
 useLocalWrangler();
 
@@ -53,8 +54,9 @@ export default defineConfig({
     // Two files at a time even on two cores: a Worker test mostly waits for queue batches and polls, not for CPU
     // (the suite took 600 s one file at a time, 371-393 s two at a time, here).
     maxWorkers: Math.max(2, availableParallelism() - 1),
-    // The Worker logs one line per request (src/http/middleware.ts): thousands in a run, shown only on failure.
-    onConsoleLog: (log) => !log.includes('"event":"request"'),
+    // The Worker logs one line per request (src/http/middleware.ts) and per failed insert: thousands in a run, kept
+    // in the suite's log (test/support/test-log.ts).
+    onConsoleLog: keepWorkerEventsIn(testLogOf('worker')),
     hookTimeout: 180_000,
   },
 });

@@ -1,3 +1,4 @@
+import { keepWorkerEventsIn, testLogOf } from './test/support/test-log.ts';
 import base from './vitest.config.ts';
 
 /**
@@ -11,5 +12,6 @@ export default {
     include: ['test/faults/**/*.test.ts'],
     globalSetup: ['./test/support/faults-setup.ts'],
     fileParallelism: false,
+    onConsoleLog: keepWorkerEventsIn(testLogOf('faults')),
   },
 };

@@ -26,7 +26,7 @@ export type InferenceProcess = {
 };
 
 /** On loopback unless `settings` say otherwise; the port is the caller's (0: one the service picks). */
-function spawnService(settings: InferenceSettings, port: number, stdio: 'inherit' | 'pipe'): ChildProcess {
+function spawnService(settings: InferenceSettings, port: number, stdio: 'inherit' | 'pipe' | number): ChildProcess {
   return spawn(NODE, [SERVER], {
     env: { ...process.env, INFERENCE_HOST: '127.0.0.1', ...settings, INFERENCE_PORT: String(port) },
     stdio: ['ignore', stdio, stdio],
@@ -76,9 +76,9 @@ export async function waitUntilReady(service: Pick<InferenceProcess, 'child' | '
 /**
  * The service beside a Worker (`npm start`, the benches, the Worker's tests): on `port`, its output shown here, run as
  * inference/Dockerfile runs it; resolves once its models are loaded. `embedModels` is its INFERENCE_EMBED_MODELS, else
- * this process's; `secret` its INFERENCE_SECRET, else none.
+ * this process's; `secret` its INFERENCE_SECRET, else none; `output` a file descriptor its output goes to instead.
  */
-export async function startInference(port: number, options: { timeoutMs?: number; secret?: string; embedModels?: string } = {}): Promise<ChildProcess> {
+export async function startInference(port: number, options: { timeoutMs?: number; secret?: string; embedModels?: string; output?: number } = {}): Promise<ChildProcess> {
   const child = spawnService(
     {
       // As in inference/Dockerfile: glibc hands freed image buffers back to the system instead of keeping them.
@@ -87,7 +87,7 @@ export async function startInference(port: number, options: { timeoutMs?: number
       INFERENCE_SECRET: options.secret ?? '',
     },
     port,
-    'inherit',
+    options.output ?? 'inherit',
   );
   await waitUntilReady({ child, baseUrl: `http://127.0.0.1:${port}` }, options.timeoutMs);
   return child;

@@ -15,7 +15,8 @@ const USAGE = `Usage: npm run admin -- <command>
                                             one under way goes on, a failed one resumes)
   reindex-status <app_id>                   the application's latest reindex and its progress
 
-Environment: API_URL (default http://127.0.0.1:$PORT, PORT 8787), ADMIN_TOKEN (default dev-admin-token).`;
+Environment: API_URL (default http://127.0.0.1:$PORT; PORT unset: the running npm start's, else 8787), ADMIN_TOKEN
+(default dev-admin-token).`;
 
 function parseField(spec: string): Field {
   const [name = '', type = '', flag] = spec.split(':');
@@ -36,8 +37,10 @@ function parseLimit(spec: string): [string, number | null] {
 }
 
 async function main(args: string[]): Promise<number> {
-  const config = adminConfigFromEnv();
   const [command, ...rest] = args;
+  const config = adminConfigFromEnv();
+  // On stderr: the answer on stdout stays JSON.
+  console.error(`Using ${config.baseUrl} (${config.from})`);
   let reply: { status: number; body: unknown };
   if (command === 'create-app' && (rest.length === 1 || rest.length === 2)) {
     const [name, embedModel] = rest;

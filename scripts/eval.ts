@@ -45,7 +45,7 @@ const ADMIN_TOKEN = 'eval-admin-token';
 const SEED = 20240601;
 /** Deep enough that a miss is a real miss on a collection of about a hundred images. */
 const SEARCH_LIMIT = 100;
-/** Any value that names no detectable type turns detection off: the whole upload is searched (README "Detection"). */
+/** Any value that names no detectable type turns detection off: the whole upload is searched (docs/decisions.md, Detection). */
 const DETECTION_OFF = 'none';
 /** The spec calls an image with both sides under 100 px invalid. */
 const MIN_SIDE = 100;

@@ -4,8 +4,10 @@ import http from 'node:http';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse as parseCsv } from 'csv-parse/sync';
-import { adminConfigFromEnv } from './lib/admin-client.ts';
 import { imageNameOf, INSERT_BATCH, insertForm, type AuthHeader, type InsertStatus } from './lib/api-client.ts';
+import { DATA_ERRORS } from '../src/http/messages.ts';
+import { MIN_IMAGE_SIDE } from '../src/images/probe.ts';
+import { apiUrlFromEnv, DEMO_KEYS, stackDir, type StackRecord } from './lib/stack-record.ts';
 import { ROOT } from './lib/wrangler-env.ts';
 
 const USAGE = `Usage: npm run import -- <folder | file.csv> [--serve-host 127.0.0.1]
@@ -17,8 +19,8 @@ const USAGE = `Usage: npm run import -- <folder | file.csv> [--serve-host 127.0.
 Local files are served to the service over HTTP from this machine (--serve-host, default 127.0.0.1: the local
 stack of npm start). Run it again to resume: what is done is skipped, what was sent is followed to the end.
 
-Environment: API_URL (default http://127.0.0.1:$PORT, PORT 8787); ACCESS_KEY and SECRET_KEY (default: the demo
-application npm start created).`;
+Environment: API_URL (default http://127.0.0.1:$PORT; PORT unset: the running npm start's, else 8787); ACCESS_KEY
+and SECRET_KEY (default: the demo application npm start created).`;
 
 const IMAGE_FILE = /\.(jpe?g|jpe|png|gif|bmp|dib|webp|pbm|pgm|ppm|pnm|sr|ras|tiff?)$/i;
 /** Transactions followed at once: enough to keep the queue busy, few enough not to hit an application's pending limit. */
@@ -57,10 +59,11 @@ function readEntries(source: string): Entry[] {
   });
 }
 
-function credentials(): AuthHeader {
+/** ACCESS_KEY and SECRET_KEY, else the demo application's of the running npm start (or the last one's). */
+function credentials(record: StackRecord | undefined): AuthHeader {
   let { ACCESS_KEY: accessKey, SECRET_KEY: secretKey } = process.env;
   if (!accessKey || !secretKey) {
-    const demo = path.join(ROOT, '.wrangler/demo-app.json');
+    const demo = record?.demo_keys ?? path.join(stackDir(), DEMO_KEYS);
     if (!existsSync(demo)) throw new Error('set ACCESS_KEY and SECRET_KEY (or run npm start once for its demo application)');
     ({ access_key: accessKey, secret_key: secretKey } = JSON.parse(readFileSync(demo, 'utf8')) as { access_key: string; secret_key: string });
   }
@@ -111,6 +114,10 @@ class Progress {
   }
 }
 
+/** What the API's message leaves unsaid (docs/api.md, Images and metadata). */
+const hintOf = (failure: Failure): string =>
+  failure.error_code === DATA_ERRORS.unsupportedDimension.code ? ` (at least ${MIN_IMAGE_SIDE} px on one side)` : '';
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function main(): Promise<number> {
@@ -119,8 +126,9 @@ async function main(): Promise<number> {
     console.log(USAGE);
     return options.help ? 0 : 2;
   }
-  const baseUrl = adminConfigFromEnv().baseUrl;
-  const auth = credentials();
+  const { url: baseUrl, from, record } = apiUrlFromEnv();
+  console.log(`Using ${baseUrl} (${from})`);
+  const auth = credentials(record);
   const entries = readEntries(path.resolve(source));
   const key = createHash('sha256').update(`${baseUrl}\n${auth.authorization}\n${path.resolve(source)}`).digest('hex').slice(0, 16);
   const stateFile = path.join(ROOT, '.local/import', `${key}.json`);
@@ -177,7 +185,8 @@ async function main(): Promise<number> {
   const { done, failed } = counts();
   progress.show(done, failed, true);
   const failures = Object.values(state.done).filter((outcome): outcome is Failure => outcome !== 'ok');
-  for (const failure of failures) console.log(`  ${failure.im_name}: ${failure.error_code} ${failure.error_message}`);
+  if (failures.length > 0) console.log('Failed:');
+  for (const failure of failures) console.log(`  ${failure.im_name}: ${failure.error_code} ${failure.error_message}${hintOf(failure)}`);
   console.log(`${done - failed} images searchable, ${failed} failed.`);
   return 0;
 }
@@ -219,6 +228,7 @@ async function allFailures(baseUrl: string, auth: AuthHeader, transId: number, f
 }
 
 process.exitCode = await main().catch((error: unknown) => {
-  console.error(`import: ${error instanceof Error ? error.message : String(error)}`);
+  const unreachable = error instanceof TypeError && error.message === 'fetch failed';
+  console.error(`import: ${error instanceof Error ? error.message : String(error)}${unreachable ? ' (is npm start running?)' : ''}`);
   return 1;
 });

@@ -56,3 +56,22 @@ export async function imageObjectUrl(auth, imName) {
   if (!response.ok) throw new Error(`HTTP ${response.status}`);
   return URL.createObjectURL(await response.blob());
 }
+
+/**
+ * A call to the admin API (README, Admin API): a JSON body, the admin token as a Bearer, failures as HTTP statuses
+ * with the envelope's errors. Answers the JSON body; throws ApiFailure.
+ */
+export async function callAdmin(token, method, path, body) {
+  let response;
+  try {
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    response = await fetch(path, { method, headers, body: JSON.stringify(body) });
+  } catch (error) {
+    throw new ApiFailure(0, [`The service could not be reached: ${error.message}`]);
+  }
+  const answer = await response.json().catch(() => null);
+  if (!response.ok) {
+    throw new ApiFailure(response.status, Array.isArray(answer?.error) ? answer.error : [`HTTP ${response.status}`]);
+  }
+  return answer;
+}

@@ -1,11 +1,20 @@
 /**
- * The insert page: rows of im_name, im_url and metadata go to `POST /insert` (spec 4.1), then the transaction is
- * followed (`GET /insert/status/<trans_id>`, spec 4.2) until every image is processed.
+ * The insert page: rows of im_name, im_url and a field for each field of the application's schema (read from
+ * `GET /images`) go to `POST /insert` (docs/api.md), then the transaction is followed (`GET /insert/status/<trans_id>`)
+ * until every image is processed.
  */
 
 import { ApiFailure, callApi, describeError } from './api.js';
+import { element, fromTemplate } from './dom.js';
 
 const POLL_MS = 1000;
+/** What a failure's code leaves unsaid: 203's minimum (docs/api.md, Limits). */
+const HINTS = { 203: 'at least 100 px on one side' };
+/** A failure as listed, its hint beside the message. */
+const describeFailure = (entry) => {
+  const hint = HINTS[entry.error_code];
+  return describeError(hint ? { ...entry, error_message: `${entry.error_message} (${hint})` } : entry);
+};
 /** Failures listed per status call; more are counted, not listed. */
 const ERROR_LIMIT = 100;
 
@@ -14,6 +23,8 @@ export class InsertPage {
   #getAuth;
   /** Bumped by each insert, so that an older transaction's polling stops. */
   #generation = 0;
+  /** The application's schema fields, each row's metadata form; empty until read. */
+  #schema = [];
 
   /** `parts`: the page's elements, by their ids in index.html. */
   constructor(parts, getAuth) {
@@ -28,9 +39,10 @@ export class InsertPage {
   }
 
   addRow() {
-    const row = document.querySelector('#insert-row').content.firstElementChild.cloneNode(true);
+    const row = fromTemplate('#insert-row');
     row.querySelector('.remove').addEventListener('click', () => row.remove());
     this.#parts.rows.append(row);
+    this.#showFields(row);
   }
 
   /** The data endpoints refuse an app key (docs/decisions.md): say so before anyone tries. */
@@ -40,26 +52,57 @@ export class InsertPage {
     this.#parts.form.querySelector('button[type=submit]').disabled = refused;
   }
 
+  /** Reads the schema (the catalog endpoint answers it) and gives each row a field for each of its fields. */
+  async show() {
+    const { schemaNote, rows } = this.#parts;
+    if (this.#getAuth().kind !== 'basic') return;
+    try {
+      const answer = await callApi(this.#getAuth(), 'GET', '/images', [['limit', '1']]);
+      this.#schema = answer.schema.fields;
+      schemaNote.textContent =
+        this.#schema.length > 0
+          ? 'Metadata: one field for each field of the schema (the Catalog page shows and changes it).'
+          : 'The schema has no fields, so no metadata is kept: the Catalog page sets them.';
+      for (const row of rows.children) this.#showFields(row);
+    } catch (error) {
+      schemaNote.textContent = `The schema could not be read: ${error.message}`;
+    }
+  }
+
+  /** A row's metadata inputs, one a schema field, keeping what was typed in fields still there. */
+  #showFields(row) {
+    const container = row.querySelector('.fields');
+    const typed = new Map([...container.querySelectorAll('[data-field]')].map((input) => [input.dataset.field, input.value]));
+    container.replaceChildren(
+      ...this.#schema.map(({ name, type }) => {
+        const input = element(type === 'text' ? 'textarea' : 'input');
+        if (type === 'int' || type === 'float') Object.assign(input, { type: 'number', step: type === 'int' ? '1' : 'any' });
+        if (type === 'text') input.rows = 2;
+        input.dataset.field = name;
+        input.spellcheck = false;
+        input.value = typed.get(name) ?? '';
+        const label = element('label', type === 'text' ? 'text' : '', `${name} `);
+        label.append(element('small', '', type), input);
+        return label;
+      }),
+    );
+  }
+
   /** `im_name[i]`, `im_url[i]` and `<field>[i]` for the filled rows, `i` counting those only. */
   #params() {
     const filled = [...this.#parts.rows.children]
       .map((row) => ({
         name: row.querySelector('[name=im_name]').value.trim(),
         url: row.querySelector('[name=im_url]').value.trim(),
-        metadata: row.querySelector('[name=metadata]').value,
+        metadata: [...row.querySelectorAll('[data-field]')]
+          .map((input) => [input.dataset.field, input.value.trim()])
+          .filter(([, value]) => value),
       }))
-      .filter((row) => row.name || row.url || row.metadata.trim());
+      .filter((row) => row.name || row.url || row.metadata.length > 0);
     return filled.flatMap((row, index) => [
       [`im_name[${index}]`, row.name],
       [`im_url[${index}]`, row.url],
-      ...row.metadata
-        .split('\n')
-        .filter((line) => line.trim())
-        .map((line) => {
-          const at = line.indexOf('=');
-          if (at < 1) throw new Error(`${row.name || `Row ${index + 1}`}: "${line.trim()}" is not field=value.`);
-          return [`${line.slice(0, at).trim()}[${index}]`, line.slice(at + 1).trim()];
-        }),
+      ...row.metadata.map(([field, value]) => [`${field}[${index}]`, value]),
     ]);
   }
 
@@ -103,7 +146,7 @@ export class InsertPage {
     counts.textContent = `${status.processed_percent}% ${state} · ${outcome}`;
     const more = status.fail_count - status.error_list.length;
     const item = (text) => Object.assign(document.createElement('li'), { textContent: text });
-    const listed = status.error_list.map((entry) => item(describeError(entry)));
+    const listed = status.error_list.map((entry) => item(describeFailure(entry)));
     failures.replaceChildren(...listed, ...(more > 0 ? [item(`and ${more} more`)] : []));
   }
 

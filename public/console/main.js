@@ -1,6 +1,7 @@
-/** The console's page: keys, the search modes and their shared advanced form, and the insert page. */
+/** The console's page: keys, the search modes and their shared advanced form, the insert and catalog pages. */
 
 import { ApiFailure, callApi } from './api.js';
+import { CatalogPage } from './catalog.js';
 import { ColorRows } from './colors.js';
 import { InsertPage } from './insert.js';
 import { authOf, describeAuth, forgetKeys, loadKeys, saveKeys } from './keys.js';
@@ -23,6 +24,7 @@ const insertPage = new InsertPage(
     addRow: $('#add-row'),
     refused: $('#insert-refused'),
     errors: $('#insert-errors'),
+    schemaNote: $('#insert-schema'),
     transaction: $('#transaction'),
     title: $('#transaction-title'),
     progress: $('#insert-progress'),
@@ -32,27 +34,59 @@ const insertPage = new InsertPage(
   auth,
 );
 
+const catalogPage = new CatalogPage(
+  {
+    refused: $('#catalog-refused'),
+    count: $('#catalog-count'),
+    refresh: $('#catalog-refresh'),
+    limit: $('#catalog-limit'),
+    errors: $('#catalog-errors'),
+    grid: $('#catalog-grid'),
+    pager: $('#catalog-pager'),
+    schemaTable: $('#schema-table'),
+    schemaEmpty: $('#schema-empty'),
+    schemaForm: $('#schema-form'),
+    schemaRows: $('#schema-rows'),
+    addField: $('#add-field'),
+    schemaErrors: $('#schema-errors'),
+    schemaSaved: $('#schema-saved'),
+  },
+  auth,
+);
+
+const currentView = () => ({ '#insert': 'insert', '#catalog': 'catalog' })[location.hash] ?? 'search';
+
 function showKeys() {
   for (const [name, value] of Object.entries(keys)) keysForm.elements[name].value = value;
   $('#key-mode').textContent = describeAuth(auth());
   insertPage.authChanged();
+  catalogPage.authChanged();
+}
+
+/** New keys: the catalog or the insert page's schema shown is read again with them. */
+function keysChanged() {
+  showKeys();
+  if (currentView() === 'catalog') void catalogPage.show();
+  if (currentView() === 'insert') void insertPage.show();
 }
 
 keysForm.addEventListener('submit', (event) => {
   event.preventDefault();
   keys = Object.fromEntries(Object.keys(keys).map((name) => [name, keysForm.elements[name].value.trim()]));
   saveKeys(keys);
-  showKeys();
+  keysChanged();
 });
 $('#forget-keys').addEventListener('click', () => {
   keys = forgetKeys();
-  showKeys();
+  keysChanged();
 });
 
 // Pages and search modes ------------------------------------------------------------------------------------------
 
 function showView() {
-  const view = location.hash === '#insert' ? 'insert' : 'search';
+  const view = currentView();
+  if (view === 'catalog') void catalogPage.show();
+  if (view === 'insert') void insertPage.show();
   for (const section of document.querySelectorAll('main > section')) section.hidden = section.dataset.view !== view;
   for (const link of document.querySelectorAll('nav a')) {
     link.toggleAttribute('aria-current', link.dataset.view === view);
@@ -60,11 +94,20 @@ function showView() {
 }
 
 const tabs = document.querySelectorAll('[role=tab]');
+/**
+ * Each search mode's last search and what it answered: a tab shows its own results, never another's. `runs` counts
+ * the mode's searches, so that only the latest one's answer is shown, however late an earlier one comes.
+ */
+const modes = Object.fromEntries([...tabs].map((tab) => [tab.dataset.mode, { search: null, shown: null, runs: 0 }]));
+let currentMode = 'image';
 
 function setMode(mode) {
   for (const tab of tabs) tab.setAttribute('aria-selected', String(tab.dataset.mode === mode));
   for (const form of document.querySelectorAll('form.query')) form.hidden = form.dataset.mode !== mode;
   $('#stage').hidden = mode !== 'image' || !query.source;
+  if (mode === currentMode) return;
+  currentMode = mode;
+  showMode();
 }
 
 for (const tab of tabs) tab.addEventListener('click', () => setMode(tab.dataset.mode));
@@ -85,49 +128,62 @@ const results = new ResultsView(
     },
     onFacet: (field, value) => {
       addFilter(advanced, exactFilter(field, value));
-      void run(lastSearch);
+      void run(modes[currentMode].search);
     },
   },
 );
 
-/**
- * A search: `call` asks the API (reading the advanced form then), `shown` shows what else the answer carries. The
- * last one runs again with other advanced parameters or another page.
- */
-let lastSearch = null;
-/** Counts runs: only the latest one's answer is shown, however late an earlier one comes. */
-let runs = 0;
+/** What the current mode last answered: its results, its errors, that it is searching, or nothing yet. */
+function showMode() {
+  const { shown } = modes[currentMode];
+  pager.hidden = true;
+  if (!shown) return results.clear();
+  if (shown.busy) return results.busy('Searching…');
+  if (shown.errors) return results.showErrors(shown.errors);
+  const { envelope } = shown;
+  results.render(envelope);
+  pager.hidden = false;
+  pager.querySelector('[data-step="-1"]').disabled = envelope.page <= 1;
+  pager.querySelector('[data-step="1"]').disabled = envelope.page * envelope.limit >= envelope.total;
+}
 
-/** Runs a search and shows its answer; a new query (not a rerun or another page) starts from page 1. */
+/**
+ * Runs a search and keeps its answer for its mode. A search is `{mode, call, shown?, failed?}`: `call` asks the API
+ * (reading the advanced form then), `shown` shows what else the answer carries, `failed` what a failure changes. A
+ * new query (not a rerun with other advanced parameters or another page) starts from page 1.
+ */
 async function run(search, { newQuery = false } = {}) {
   if (!search) return;
   if (newQuery) advanced.elements.page.value = '';
-  lastSearch = search;
-  const ticket = ++runs;
-  pager.hidden = true;
-  results.busy('Searching…');
+  const state = modes[search.mode];
+  state.search = search;
+  const ticket = ++state.runs;
+  const settle = (shown) => {
+    state.shown = shown;
+    if (search.mode === currentMode) showMode();
+  };
+  settle({ busy: true });
   try {
     const envelope = await search.call();
-    if (ticket !== runs) return;
+    if (ticket !== state.runs) return;
     search.shown?.(envelope);
-    results.render(envelope);
-    pager.hidden = false;
-    pager.querySelector('[data-step="-1"]').disabled = envelope.page <= 1;
-    pager.querySelector('[data-step="1"]').disabled = envelope.page * envelope.limit >= envelope.total;
+    settle({ envelope });
   } catch (error) {
-    if (ticket === runs) results.showErrors(error instanceof ApiFailure ? error.errors : [error.message]);
+    if (ticket !== state.runs) return;
+    search.failed?.();
+    settle({ errors: error instanceof ApiFailure ? error.errors : [error.message] });
   }
 }
 
 advanced.addEventListener('submit', (event) => {
   event.preventDefault();
-  void run(lastSearch);
+  void run(modes[currentMode].search);
 });
 for (const button of pager.querySelectorAll('button')) {
   button.addEventListener('click', () => {
     const page = Number(advanced.elements.page.value || 1) + Number(button.dataset.step);
     advanced.elements.page.value = String(Math.max(1, page));
-    void run(lastSearch);
+    void run(modes[currentMode].search);
   });
 }
 
@@ -136,10 +192,14 @@ for (const button of pager.querySelectorAll('button')) {
 let query = { source: null, imId: null, objects: [] };
 const stage = new Stage($('#stage'), (box, selected) => void run(imageSearch(box, selected), { newQuery: true }));
 
-/** The query image, or its `box` (`selected` is what is shown selected); the first answer's objects stay drawn. */
+/**
+ * The query image, or its `box` (`selected` is what is shown selected, else the object searched); the first answer's
+ * objects stay drawn, and the object searched (`product_types`' first, docs/api.md) is named.
+ */
 function imageSearch(box, selected) {
   const current = query;
   return {
+    mode: 'image',
     call: () => {
       const from = current.imId ? [['im_id', current.imId]] : current.source;
       const region = box ? [['box', box.join(',')]] : [];
@@ -149,9 +209,12 @@ function imageSearch(box, selected) {
     shown: (envelope) => {
       current.imId = envelope.im_id;
       if (!box) current.objects = envelope.product_types;
-      stage.drawObjects(current.objects, selected);
+      const [searched] = envelope.product_types;
+      stage.drawObjects(current.objects, selected ?? searched?.box);
+      stage.nameSearched(searched);
       $('#detection-types').replaceChildren(...envelope.product_types_list.map(({ type }) => new Option(type)));
     },
+    failed: () => stage.searchFailed(),
   };
 }
 
@@ -200,6 +263,7 @@ document.addEventListener('drop', (event) => {
 const otherParams = () => advancedParams(advanced, { imageSearch: false });
 
 const searchByName = (imName) => ({
+  mode: 'name',
   call: () => callApi(auth(), 'GET', '/search', [['im_name', imName], ...otherParams()]),
 });
 
@@ -212,13 +276,15 @@ const colors = new ColorRows($('#colors'), $('#add-color'));
 $('#color-form').addEventListener('submit', (event) => {
   event.preventDefault();
   const chosen = colors.params();
-  void run({ call: () => callApi(auth(), 'GET', '/colorsearch', [...chosen, ...otherParams()]) }, { newQuery: true });
+  const call = () => callApi(auth(), 'GET', '/colorsearch', [...chosen, ...otherParams()]);
+  void run({ mode: 'color', call }, { newQuery: true });
 });
 
 $('#text-form').addEventListener('submit', (event) => {
   event.preventDefault();
   const text = $('#text-form').elements.q.value.trim();
-  void run({ call: () => callApi(auth(), 'GET', '/textsearch', [['q', text], ...otherParams()]) }, { newQuery: true });
+  const call = () => callApi(auth(), 'GET', '/textsearch', [['q', text], ...otherParams()]);
+  void run({ mode: 'text', call }, { newQuery: true });
 });
 
 showKeys();

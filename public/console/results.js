@@ -1,21 +1,15 @@
 /** A search's answer on the page: errors, paging summary, query info, facets, and the results or their groups. */
 
-import { describeError, imageObjectUrl } from './api.js';
-
-const element = (tag, className, text) => {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-};
+import { describeError } from './api.js';
+import { element, fromTemplate, valuePairs } from './dom.js';
+import { Thumbnails } from './thumbnails.js';
 
 export class ResultsView {
   #parts;
   #getAuth;
   #onSimilar;
   #onFacet;
-  /** Thumbnail object URLs of the results shown, revoked when they go. */
-  #thumbnails = [];
+  #thumbnails = new Thumbnails();
 
   /** `parts`: the page's errors, summary, qinfo, facets and results elements. */
   constructor(parts, { getAuth, onSimilar, onFacet }) {
@@ -31,7 +25,7 @@ export class ResultsView {
   }
 
   clear() {
-    for (const url of this.#thumbnails.splice(0)) URL.revokeObjectURL(url);
+    this.#thumbnails.revokeAll();
     const { errors, summary, qinfo, facets, results } = this.#parts;
     for (const part of [errors, summary, facets, results]) part.replaceChildren();
     qinfo.hidden = true;
@@ -48,7 +42,10 @@ export class ResultsView {
     this.clear();
     const { summary, qinfo, facets, results } = this.#parts;
     const { total, page, limit, reqid } = envelope;
-    summary.textContent = `${total} results · page ${page} · limit ${limit} · reqid ${reqid}`;
+    const pages = Math.max(1, Math.ceil(total / limit));
+    const requestId = element('small', 'reqid', `reqid ${reqid}`);
+    requestId.title = "The call's id in the service's logs";
+    summary.replaceChildren(`${total} results · page ${page} of ${pages} · ${limit} a page `, requestId);
     if (envelope.qinfo) {
       qinfo.textContent = `qinfo ${JSON.stringify(envelope.qinfo, null, 2)}`;
       qinfo.hidden = false;
@@ -74,31 +71,16 @@ export class ResultsView {
   }
 
   #card(item) {
-    const card = document.querySelector('#result-card').content.firstElementChild.cloneNode(true);
+    const card = fromTemplate('#result-card');
     card.dataset.imName = item.im_name;
     card.querySelector('.name').textContent = item.im_name;
     const score = card.querySelector('.score');
     if (item.score === undefined) score.remove();
     else score.textContent = `score ${item.score.toFixed(3)}`;
-    const metadata = Object.entries(item.value_map ?? {});
-    const pairs = metadata.flatMap(([field, value]) => [element('dt', '', field), element('dd', '', value)]);
-    card.querySelector('.meta').append(...pairs);
+    card.querySelector('.meta').append(...valuePairs(item.value_map));
     card.querySelector('.similar').addEventListener('click', () => this.#onSimilar(item.im_name));
-    this.#loadThumbnail(card.querySelector('img'), item.im_name);
+    void this.#thumbnails.load(card.querySelector('img'), this.#getAuth(), item.im_name);
     return card;
-  }
-
-  async #loadThumbnail(img, imName) {
-    img.alt = imName;
-    try {
-      const url = await imageObjectUrl(this.#getAuth(), imName);
-      // The results may have been replaced while the bytes came.
-      if (!img.isConnected) return URL.revokeObjectURL(url);
-      this.#thumbnails.push(url);
-      img.src = url;
-    } catch {
-      img.closest('.thumb').classList.add('missing');
-    }
   }
 
   /** docs/decisions.md: `{key, items: [{value, count}]}` for strings (a value filters on it), `{key, range}` for numbers. */

@@ -1,7 +1,7 @@
 /**
- * The query image of a search by image, with the detected objects drawn over it. Clicking an object, or dragging
- * out an area, hands `onRegion` the `box` to search and the box to show as selected, in the image's own pixels: the
- * coordinates the API speaks (spec 4.5).
+ * The query image of a search by image, with the detected objects drawn over it and the object searched named.
+ * Clicking an object, or dragging out an area, hands `onRegion` the `box` to search and the box to show as selected,
+ * in the image's own pixels: the coordinates the API speaks (docs/api.md, POST /uploadsearch).
  */
 
 /** Pointer travel, in screen pixels, that makes a press a drag rather than a click. */
@@ -27,10 +27,20 @@ function pointBox(object, objects) {
   return [x, y, x, y];
 }
 
+const CAPTIONS = {
+  loading: 'Finding the objects in the image…',
+  boxes: 'Click a box to search that object, or drag on the image to search an area.',
+  none: 'No object was found in the image: drag on it to search an area.',
+  searchFailed: 'The search failed: the message below says why.',
+  failed: 'The image could not be shown here: the search uses it all the same, but no box can be drawn on it.',
+};
+
 export class Stage {
   #root;
   #image;
   #overlay;
+  #caption;
+  #searched;
   #onRegion;
   #objectUrl = null;
   #drag = null;
@@ -39,6 +49,8 @@ export class Stage {
     this.#root = root;
     this.#image = root.querySelector('img');
     this.#overlay = root.querySelector('.overlay');
+    this.#caption = root.querySelector('figcaption');
+    this.#searched = root.querySelector('.searched');
     this.#onRegion = onRegion;
     this.#overlay.addEventListener('pointerdown', (event) => this.#press(event));
     this.#overlay.addEventListener('pointermove', (event) => this.#move(event));
@@ -46,18 +58,23 @@ export class Stage {
     this.#overlay.addEventListener('pointercancel', () => this.#endDrag());
   }
 
-  /** Shows a picked file or an image URL; resolves once its natural size is known (boxes need it). */
+  /** Shows a picked file or an image URL; resolves once its natural size is known (boxes need it), or it failed. */
   async show(source) {
     if (this.#objectUrl) URL.revokeObjectURL(this.#objectUrl);
     this.#objectUrl = source instanceof Blob ? URL.createObjectURL(source) : null;
     this.#overlay.replaceChildren();
+    this.#searched.textContent = '';
     this.#root.hidden = false;
     this.#image.src = this.#objectUrl ?? source;
-    await this.#image.decode().catch(() => undefined);
+    const loaded = await this.#image.decode().then(() => true, () => false);
+    this.#root.classList.toggle('failed', !loaded);
+    this.#caption.textContent = loaded ? CAPTIONS.loading : CAPTIONS.failed;
   }
 
-  /** The detected objects (spec 2.6) as buttons over the image; `selected` is the box last searched. */
+  /** The detected objects (docs/api.md) as buttons over the image; `selected` is the box last searched. */
   drawObjects(objects, selected) {
+    if (!this.#image.naturalWidth) return;
+    this.#caption.textContent = objects.length > 0 ? CAPTIONS.boxes : CAPTIONS.none;
     const buttons = objects.map((object) => {
       const button = this.#place(document.createElement('button'), object.box);
       button.type = 'button';
@@ -72,6 +89,21 @@ export class Stage {
     // A drawn area is no object's box: it is drawn on its own.
     const drawn = selected && !buttons.some((button) => button.classList.contains('selected'));
     this.#overlay.replaceChildren(...buttons, ...(drawn ? [this.#areaElement(selected)] : []));
+  }
+
+  /**
+   * Names what the last search searched: `product_types`' first object, an area drawn (type `other`), or, without
+   * one, the whole image.
+   */
+  nameSearched(object) {
+    const what = !object ? 'the whole image' : object.type === 'other' ? 'the area drawn' : `${object.type}, ${object.score.toFixed(2)}`;
+    this.#searched.textContent = `Searched: ${what}`;
+  }
+
+  /** A failed search found no object; an image that could not be shown keeps saying so. */
+  searchFailed() {
+    this.#searched.textContent = '';
+    if (this.#image.naturalWidth && this.#overlay.childElementCount === 0) this.#caption.textContent = CAPTIONS.searchFailed;
   }
 
   #areaElement(box) {

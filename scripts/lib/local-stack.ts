@@ -21,6 +21,11 @@ export type LocalStackOptions = {
   vars?: Record<string, string>;
   /** Called when wrangler exits on its own. */
   onExit?: (code: number | null) => void;
+  /**
+   * A file descriptor for what the migrations, the inference service and wrangler print (`npm start` keeps them in its
+   * log); default this process's output.
+   */
+  log?: number;
 };
 
 export type LocalStack = {
@@ -63,7 +68,8 @@ const CHOSEN_MODELS_TIMEOUT_MS = 30 * 60_000;
 export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
   useLocalWrangler();
   const persist = options.persistTo ? ['--persist-to', options.persistTo] : [];
-  const migrate = spawnSync(wranglerBin, ['d1', 'migrations', 'apply', 'image-search', '--local', ...persist], { stdio: 'inherit', cwd: ROOT });
+  const output = options.log ?? 'inherit';
+  const migrate = spawnSync(wranglerBin, ['d1', 'migrations', 'apply', 'image-search', '--local', ...persist], { stdio: ['ignore', output, output], cwd: ROOT });
   if (migrate.status !== 0) throw new Error('applying the D1 migrations failed');
 
   const chosen = options.embedModels ?? (process.env.INFERENCE_EMBED_MODELS || undefined);
@@ -74,7 +80,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   );
   // A fresh shared secret per run: only this Worker can call this inference service.
   const inferenceSecret = randomBytes(16).toString('hex');
-  const inference = await startInference(options.inferencePort, { secret: inferenceSecret, embedModels: chosen, ...(chosen && { timeoutMs: CHOSEN_MODELS_TIMEOUT_MS }) });
+  const inference = await startInference(options.inferencePort, { secret: inferenceSecret, embedModels: chosen, ...(chosen && { timeoutMs: CHOSEN_MODELS_TIMEOUT_MS }), output: options.log });
   const inferenceUrl = `http://127.0.0.1:${options.inferencePort}`;
 
   const { served, models: embedModels, defaultModel: defaultEmbedModel } = await workerEmbedModels(inferenceUrl, chosen !== undefined).catch((error: unknown) => {
@@ -97,7 +103,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       '--test-scheduled',
       '--show-interactive-dev-session=false',
     ],
-    { stdio: ['ignore', 'inherit', 'inherit'], cwd: ROOT },
+    { stdio: ['ignore', output, output], cwd: ROOT },
   );
   const baseUrl = `http://127.0.0.1:${options.port}`;
   // The sweeper re-sends stalled inserts: local queues live in memory, and a restart of wrangler loses their messages.

@@ -28,7 +28,7 @@ type RouteFields = {
   /** MAX_BODY_BYTES unless the endpoint needs more. */
   maxBodyBytes?: number;
   /** The success status and body; JSON unless `media` says otherwise. */
-  success: { status: 200 | 201 | 202; schema?: z.ZodType; media?: string; description: string };
+  success: { status: 200 | 201 | 202 | 302; schema?: z.ZodType; media?: string; description: string };
   /**
    * How a failure is answered: in the envelope with HTTP 200, the API's way (docs/decisions.md), with the fields
    * the endpoint's answer has when empty; or with these HTTP statuses (the admin API, the console's image bytes).

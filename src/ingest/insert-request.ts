@@ -45,12 +45,15 @@ export const INSERT_IMAGE = z
     z
       .string()
       .max(INSERT_LIMITS.maxValueLength)
-      .meta({ description: 'A metadata field of the schema; others are ignored.' }),
+      .meta({ description: 'A metadata field of the schema; others are not stored, and the answer names them in `ignored_fields`.' }),
   );
 
-export type ParsedInsert =
-  | { kind: 'too_many'; error: DataError }
-  | { kind: 'images'; accepted: InsertItem[]; rejected: DataErrorEntry[] };
+/** The fields of one accepted image that the schema does not hold: not stored, and named in the answer (docs/api.md, POST /insert). */
+export type IgnoredFields = { index: number; im_name: string; fields: string[] };
+
+type InsertImages = { accepted: InsertItem[]; rejected: DataErrorEntry[]; ignored: IgnoredFields[] };
+
+export type ParsedInsert = { kind: 'too_many'; error: DataError } | ({ kind: 'images' } & InsertImages);
 
 function validateImage(fields: Map<string, string>, schema: Map<string, SchemaField>): DataError | null {
   const imName = fields.get('im_name');
@@ -67,16 +70,19 @@ function validateImage(fields: Map<string, string>, schema: Map<string, SchemaFi
   return null;
 }
 
-/** The metadata the schema knows, typed by it; fields outside the schema are ignored. */
-function typedMetadata(fields: Map<string, string>, schema: Map<string, SchemaField>): ImageMetadata {
+/** The metadata the schema knows, typed by it, and the names of the fields outside it, which are ignored. */
+function typedMetadata(fields: Map<string, string>, schema: Map<string, SchemaField>): { metadata: ImageMetadata; ignored: string[] } {
   const typed: [string, string | number][] = [];
+  const ignored: string[] = [];
   for (const [name, value] of fields) {
+    if (name === 'im_name' || name === 'im_url') continue;
     const type = schema.get(name)?.type;
-    if (type === 'int' || type === 'float') typed.push([name, Number(value)]);
-    else if (type === 'string' || type === 'text') typed.push([name, value]);
+    if (type === undefined) ignored.push(name);
+    else if (type === 'int' || type === 'float') typed.push([name, Number(value)]);
+    else typed.push([name, value]);
   }
   // Made as own properties: assigning a field named `__proto__` would set the object's prototype instead.
-  return Object.fromEntries(typed);
+  return { metadata: Object.fromEntries(typed), ignored };
 }
 
 /**
@@ -90,31 +96,32 @@ export function parseInsert(params: RequestParams, schema: SchemaField[]): Parse
   const fieldsByName = new Map(schema.map((field) => [field.name, field]));
   const accepted: InsertItem[] = [];
   const rejected: DataErrorEntry[] = [];
+  const ignoredFields: IgnoredFields[] = [];
   for (const [index, fields] of images) {
     const error = validateImage(fields, fieldsByName);
     if (error) {
       rejected.push(dataErrorEntry(error, { index, im_name: fields.get('im_name') }));
       continue;
     }
-    const metadata = typedMetadata(fields, fieldsByName);
+    const { metadata, ignored } = typedMetadata(fields, fieldsByName);
     const oversized = oversizedVectorField(metadata, schema);
     if (oversized !== undefined) {
       rejected.push(dataErrorEntry(lengthExceeded(oversized), { index, im_name: fields.get('im_name') }));
       continue;
     }
-    accepted.push({ index, imName: fields.get('im_name')!, imUrl: fields.get('im_url') || null, metadata });
+    const imName = fields.get('im_name')!;
+    accepted.push({ index, imName, imUrl: fields.get('im_url') || null, metadata });
+    if (ignored.length > 0) ignoredFields.push({ index, im_name: imName, fields: ignored });
   }
-  return { kind: 'images', accepted, rejected };
+  return { kind: 'images', accepted, rejected, ignored: ignoredFields };
 }
 
 /**
  * Settles the metadata-only updates of a parsed insert: those of images in the collection (`known`) stay accepted,
- * the others are refused with 108, as an image without `im_url` cannot be new. Errors stay in index order.
+ * the others are refused with 108, as an image without `im_url` cannot be new, and their ignored fields go with them.
+ * Errors stay in index order.
  */
-export function resolveMetadataUpdates(
-  parsed: { accepted: InsertItem[]; rejected: DataErrorEntry[] },
-  known: ReadonlySet<string>,
-): { accepted: InsertItem[]; rejected: DataErrorEntry[] } {
+export function resolveMetadataUpdates(parsed: InsertImages, known: ReadonlySet<string>): InsertImages {
   const unknown = parsed.accepted.filter((item) => item.imUrl === null && !known.has(item.imName));
   if (unknown.length === 0) return parsed;
   return {
@@ -122,5 +129,6 @@ export function resolveMetadataUpdates(
     rejected: [...parsed.rejected, ...unknown.map((item) => dataErrorEntry(DATA_ERRORS.missingImUrl, { index: item.index, im_name: item.imName }))].sort(
       (a, b) => (a.index ?? 0) - (b.index ?? 0),
     ),
+    ignored: parsed.ignored.filter((entry) => !unknown.some((item) => item.index === entry.index)),
   };
 }

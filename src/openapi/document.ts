@@ -113,6 +113,11 @@ function operationResponses(operation: RouteDeclaration): JsonSchema {
   const content = success.schema
     ? { 'application/json': { schema: ref(success.schema) } }
     : { [success.media ?? 'application/json']: {} };
+  // A redirect has no body: where it leads is its Location.
+  if (success.status === 302) {
+    const location = { Location: { description: 'Where it leads.', schema: { type: 'string' } } };
+    return { [success.status]: { description: success.description, headers: { ...logId, ...location } } };
+  }
   const statuses = 'statuses' in failure ? failure.statuses : [];
   const failed = { 'application/json': { schema: ref(responses.httpFailure) } };
   return {

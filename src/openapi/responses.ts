@@ -141,6 +141,14 @@ export const insertResponse = z.object({
   total: z.int().meta({ description: 'Images accepted.' }),
   result: z.array(z.unknown()),
   error: dataErrors,
+  ignored_fields: z
+    .array(z.object({ index: z.int(), im_name: z.string(), fields: z.array(z.string()) }))
+    .optional()
+    .meta({
+      description:
+        "Present only when an accepted image named fields outside the application's schema: its other fields are " +
+        'stored, these are not (docs/decisions.md, Fields outside the schema).',
+    }),
 });
 
 export const insertStatusResponse = z.object({
@@ -217,3 +225,20 @@ export const reindexResponse = z.object({
   }),
 });
 export const appSchemaResponse = z.object({ status: succeeded, app_id: z.string(), schema: schemaFields });
+
+/** `GET /images`: a page of the application's catalog, and its schema (the web console's Catalog page). */
+export const catalogResponse = z.object({
+  ...searchEnvelope('images'),
+  page: z.int(),
+  limit: z.int(),
+  total: z.int().meta({ description: 'Images in the collection.' }),
+  result: z.array(
+    z.object({
+      im_name: z.string(),
+      value_map: z.record(z.string(), z.string()).optional().meta({ description: 'Its values of the fields not of type text.' }),
+    }),
+  ),
+  app_id: z.string(),
+  schema: schemaFields,
+  reqid,
+});

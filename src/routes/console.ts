@@ -6,11 +6,26 @@ import { SIMILAR_QUERY } from '../search/similar-query';
 import { findImageByName } from '../storage/images';
 
 /**
- * The stored bytes of a collection image: the web console's thumbnails (the API has no endpoint for them).
- * Authenticated like the searches, so an app key may read them, and counted as a call under `searches_per_minute`
- * like them; an application only ever finds its own images.
+ * What the web console (public/console/, static assets) needs of the Worker: `GET /` leading to it, and the stored
+ * bytes of a collection image for its thumbnails (the API has no endpoint for them). The bytes are authenticated
+ * like the searches, so an app key may read them, and counted as a call under `searches_per_minute` like them; an
+ * application only ever finds its own images.
  */
 export const consoleRoutes = [
+  route(
+    {
+      method: 'get',
+      path: '/',
+      operationId: 'home',
+      tag: 'Reference',
+      summary: 'The web console',
+      description: 'Redirects to the web console, `/console/`, which links this reference.',
+      auth: 'none',
+      success: { status: 302, description: 'To `/console/`.' },
+      failure: { statuses: [] },
+    },
+    (c) => c.redirect('/console/', 302),
+  ),
   route(
     {
       method: 'get',

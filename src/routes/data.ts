@@ -41,7 +41,7 @@ const insert: Handler<AppEnv> = async (c) => {
   if (parsed.kind === 'too_many') throw ApiError.data(400, parsed.error);
 
   const updates = parsed.accepted.filter((item) => item.imUrl === null).map((item) => item.imName);
-  const { accepted, rejected } = resolveMetadataUpdates(parsed, await existingNames(c.env.DB, app.id, updates));
+  const { accepted, rejected, ignored } = resolveMetadataUpdates(parsed, await existingNames(c.env.DB, app.id, updates));
   if (accepted.length === 0) {
     return failedWith(c, [...rejected, dataErrorEntry(DATA_ERRORS.noImageInserted)]);
   }
@@ -61,6 +61,8 @@ const insert: Handler<AppEnv> = async (c) => {
     total: accepted.length,
     result: [],
     error: rejected,
+    // Only when something was ignored: other answers stay as the contract has them (docs/decisions.md, Fields outside the schema).
+    ...(ignored.length > 0 ? { ignored_fields: ignored } : {}),
   });
 };
 

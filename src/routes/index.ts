@@ -1,5 +1,6 @@
 import type { Route } from '../http/route';
 import { adminRoutes } from './admin';
+import { catalogRoutes } from './catalog';
 import { colorSearchRoutes } from './color-search';
 import { consoleRoutes } from './console';
 import { dataRoutes } from './data';
@@ -15,6 +16,7 @@ export const ROUTES: readonly Route[] = [
   ...colorSearchRoutes,
   ...textSearchRoutes,
   ...dataRoutes,
+  ...catalogRoutes,
   ...consoleRoutes,
   ...adminRoutes,
   ...referenceRoutes(() => ROUTES),

@@ -16,7 +16,7 @@ export type Sensitivity = keyof typeof MIN_SCORE;
 
 /**
  * `low`'s floor for the types whose false finds score higher, chosen from `npm run eval`'s detection table on the
- * hand-drawn ground truth (README, "Detection quality"): a Clock was never right (false ones up to 0.52: dials,
+ * hand-drawn ground truth (docs/performance.md, "Detection quality"): a Clock was never right (false ones up to 0.52: dials,
  * coins, round signs); garments drawn from a pose are less sure of their extent than of their place: a Bottom runs
  * to the ankles over shorts (false ones up to 0.50), a Shoe box misses the foot's direction (false ones up to 0.66).
  */

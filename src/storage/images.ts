@@ -185,3 +185,23 @@ export async function mergeImageMetadata(
 export async function hasImages(db: D1Database, appId: string): Promise<boolean> {
   return (await db.prepare('SELECT 1 FROM images WHERE app_id = ? LIMIT 1').bind(appId).first()) !== null;
 }
+
+/** A page of an application's catalog and how many images it holds. */
+export type CatalogPage = { total: number; images: Pick<ImageRow, 'im_name' | 'metadata'>[] };
+
+/**
+ * One page of the application's images, the latest written first (the (app_id, id) index, so OFFSET walks the
+ * index, not a sort), with the metadata `fields`, and the count of all of them: two statements in one round trip,
+ * whose memory is the page's, whatever the catalog's size.
+ */
+export async function listImages(db: D1Database, appId: string, page: { page: number; limit: number }, fields: MetadataFields): Promise<CatalogPage> {
+  const [counted, listed] = await db.batch([
+    db.prepare('SELECT COUNT(*) AS total FROM images WHERE app_id = ?').bind(appId),
+    db
+      .prepare(`SELECT im_name, ${narrowedMetadata('?4')} FROM images WHERE app_id = ?1 ORDER BY id DESC LIMIT ?2 OFFSET ?3`)
+      .bind(appId, page.limit, (page.page - 1) * page.limit, fieldsParam(fields)),
+  ]);
+  const total = (counted?.results[0] as { total: number } | undefined)?.total ?? 0;
+  const rows = (listed?.results ?? []) as { im_name: string; metadata: string }[];
+  return { total, images: rows.map(parse) };
+}

@@ -162,6 +162,17 @@ function sentBox(request: Request): number[] {
 const uploadSearch = (page: Page): Promise<Request> =>
   page.waitForRequest((request) => request.url().endsWith('/uploadsearch'));
 
+test('GET / leads to the console, whose header links the API reference', async () => {
+  const home = await fetch(`${stack.baseUrl}/`, { redirect: 'manual' });
+  assert.equal(home.status, 302);
+  assert.equal(new URL(home.headers.get('location')!, stack.baseUrl).pathname, '/console/');
+  const page = await openConsole();
+  await page.getByRole('link', { name: 'API reference' }).click();
+  await page.waitForURL(`${stack.baseUrl}/docs`);
+  assert.ok(await page.getByRole('heading').first().isVisible());
+  await page.close();
+});
+
 test('keys, an uploaded photo, its detected boxes, a click on one, a drawn area: results with scores', async () => {
   const page = await openConsole();
   await pasteKeys(page, { access: keys.access_key, secret: keys.secret_key });
@@ -172,6 +183,11 @@ test('keys, an uploaded photo, its detected boxes, a click on one, a drawn area:
   await box.waitFor();
   const first = await resultsAfter(page, null);
   assert.equal(first.results[0]?.name, imageNameOf(QUERY));
+  // The object searched (the primary one) is marked and named; boxes were drawn, so the caption says to click one.
+  await page.getByText('Click a box to search that object, or drag on the image to search an area.').waitFor();
+  const primary = (await page.locator('.box.selected').textContent())!;
+  assert.equal(await page.locator('.searched').textContent(), `Searched: ${primary.replace(/ (\d\.\d\d)$/, ', $1')}`);
+  assert.match((await page.locator('#summary small.reqid').textContent())!, /^reqid \w+$/);
   await page.screenshot({ path: path.join(SCREENSHOTS, 'console-upload.png'), fullPage: true });
 
   // A click names the object by a point inside its box: the pot, searched against the catalog's pots.
@@ -181,6 +197,7 @@ test('keys, an uploaded photo, its detected boxes, a click on one, a drawn area:
   const clicked = await resultsAfter(page, first.reqid);
   await page.locator('.box.selected').waitFor();
   assert.equal(clicked.results[0]?.name, imageNameOf(QUERY));
+  assert.match((await page.locator('.searched').textContent())!, /^Searched: Vase and Pot, [01]\.\d\d$/);
   assert.match(clicked.results[0]!.score, /^score (0\.9\d\d|1\.000)$/);
   for (const result of clicked.results) assert.match(result.score, /^score [01]\.\d{3}$/);
   // get_all_fl is on: each result shows its metadata.
@@ -205,6 +222,7 @@ test('keys, an uploaded photo, its detected boxes, a click on one, a drawn area:
   await page.locator('.area').waitFor();
   const drawn = await resultsAfter(page, clicked.reqid);
   assert.ok(drawn.results.length > 0);
+  assert.match((await page.locator('.searched').textContent())!, /^Searched: (the area drawn|.+, [01]\.\d\d)$/);
   await page.close();
 });
 
@@ -213,10 +231,12 @@ test('the insert page sends rows and shows the transaction to its end, failures 
   // The keys pasted on the first page were kept in localStorage.
   await page.getByText('Using the access key and secret key: search and insert.').waitFor();
   await page.getByRole('link', { name: 'Insert' }).click();
-  const row = page.locator('#insert-rows tr');
+  // A metadata field a schema field: the schema has `room`.
+  const row = page.locator('#insert-rows li');
   await row.nth(0).getByLabel('im_name').fill('pitcher-again');
   await row.nth(0).getByLabel('im_url').fill(`${imagesUrl}/household_dishes_pitcher_small.png`);
-  await row.nth(0).getByLabel('metadata').fill('room=kitchen');
+  await row.nth(0).getByLabel('room').fill('kitchen');
+  assert.equal(await row.nth(0).locator('label', { hasText: 'room' }).locator('small').textContent(), 'string');
   await page.getByRole('button', { name: 'Add row' }).click();
   await row.nth(1).getByLabel('im_name').fill('missing');
   await row.nth(1).getByLabel('im_url').fill(`${imagesUrl}/no-such-image.jpg`);
@@ -227,6 +247,19 @@ test('the insert page sends rows and shows the transaction to its end, failures 
   const failures = await page.locator('#insert-failures li').allTextContents();
   assert.deepEqual(failures, ['missing: Could not download the image from im_url. (201)']);
   await page.screenshot({ path: path.join(SCREENSHOTS, 'console-insert.png'), fullPage: true });
+  await page.close();
+});
+
+test('an image under 100 px on both sides fails with 203, and the console says the minimum', async () => {
+  const page = await openConsole();
+  await page.getByRole('link', { name: 'Insert' }).click();
+  const row = page.locator('#insert-rows li').nth(0);
+  await row.getByLabel('im_name').fill('tiny-apple');
+  await row.getByLabel('im_url').fill(`${imagesUrl}/food_fruit_apple_fuji.png`);
+  await page.getByRole('button', { name: 'Insert', exact: true }).click();
+  await page.getByText('100% done · 0 succeeded · 1 failed of 1').waitFor({ timeout: 60_000 });
+  const failures = await page.locator('#insert-failures li').allTextContents();
+  assert.deepEqual(failures, ['tiny-apple: Unsupported image dimension. (at least 100 px on one side) (203)']);
   await page.close();
 });
 
@@ -255,12 +288,27 @@ test('an app key alone searches (a dropped photo, an image URL, a colour, a text
   await page.locator('.box', { hasText: 'Vase and Pot' }).first().waitFor();
   assert.equal(await page.locator('#query-image').evaluate((img: HTMLImageElement) => img.naturalWidth), 500);
 
+  // Each tab keeps its own results: the colour tab has none until it searches, the image tab's come back.
   await page.getByRole('tab', { name: 'By colour' }).click();
+  assert.equal(await page.locator('.result').count(), 0);
+  assert.equal(await page.locator('#summary').textContent(), '');
   await page.locator('#color-form').getByRole('button', { name: 'Search' }).click();
   const colored = await resultsAfter(page, byUrl.reqid);
   assert.ok(colored.results.length >= Object.keys(CATALOG).length);
   await thumbnailsLoaded(page);
   await page.screenshot({ path: path.join(SCREENSHOTS, 'console-app-key.png'), fullPage: true });
+  await page.getByRole('tab', { name: 'By image' }).click();
+  assert.match((await page.locator('#summary').textContent())!, new RegExp(`reqid ${byUrl.reqid}$`));
+  assert.equal(await page.locator('.result .name').first().textContent(), imageNameOf(QUERY));
+
+  // An image URL that answers nothing: the page says the image could not be shown, and the search's error.
+  const missing = `${imagesUrl}/no-such-image.jpg`;
+  expectedFailures.push((response) => response.url() === missing);
+  await page.getByLabel('or an image URL').fill(missing);
+  await page.locator('#image-form').getByRole('button', { name: 'Search' }).click();
+  await page.getByText('The image could not be shown here').waitFor();
+  await page.locator('#errors .error').waitFor();
+  assert.equal(await page.locator('.box').count(), 0);
 
   // The text box calls /textsearch; the local stack's model reads no text, which the envelope says.
   await page.getByRole('tab', { name: 'By text' }).click();
@@ -293,6 +341,10 @@ test("the advanced form: facets, groups, a facet value as a filter, the envelope
 
   await page.locator('details.advanced summary').click();
   const advanced = page.locator('#advanced');
+  // Plain labels, the API's names in small print.
+  assert.equal(await advanced.getByLabel('Duplicate gap').getAttribute('name'), 'dedup_score_threshold');
+  assert.equal(await advanced.locator('label', { hasText: 'Duplicate gap' }).locator('small').textContent(), 'dedup_score_threshold');
+  assert.match((await advanced.locator('label', { hasText: 'Filter' }).locator('small').textContent())!, /^fq /);
   await advanced.locator('[name=facets]').fill('room');
   await advanced.locator('[name=facets_show_count]').check();
   await advanced.locator('[name=group_by]').fill('room');
@@ -327,6 +379,88 @@ test("the advanced form: facets, groups, a facet value as a filter, the envelope
   const aloe = await resultsAfter(page, again.reqid);
   assert.equal(await page.locator('#name-form').getByLabel('im_name').inputValue(), 'opencv-doc_aloeL');
   assert.ok(aloe.results.every((result) => result.name !== 'opencv-doc_aloeL'));
+  await page.close();
+});
+
+test('the catalog page: count, thumbnails, paging, a remove, and the schema, which the admin token changes', async () => {
+  const page = await openConsole();
+  await page.getByRole('link', { name: 'Catalog' }).click();
+  // The shared images and the pitcher the insert page added; the tiny apple failed.
+  const count = page.locator('#catalog-count');
+  await page.getByText(`${Object.keys(CATALOG).length + 1} images · page 1 of 1`).waitFor();
+  await thumbnailsLoaded(page);
+  const names = await page.locator('#catalog-grid .result .name').allTextContents();
+  assert.deepEqual([...names].sort(), [...Object.keys(CATALOG).map(imageNameOf), 'pitcher-again'].sort());
+  assert.equal(await page.locator('#catalog-grid .result', { hasText: 'pitcher-again' }).locator('dd').textContent(), 'kitchen');
+  const schema = await page.locator('#schema-table tbody tr').evaluateAll((rows) =>
+    rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent)),
+  );
+  assert.deepEqual(schema, [['room', 'string', 'yes']]);
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'console-catalog.png'), fullPage: true });
+
+  // A removal takes a second click to confirm.
+  await page.getByRole('button', { name: 'Remove pitcher-again', exact: true }).click();
+  await page.getByRole('button', { name: 'Remove pitcher-again for good' }).click();
+  await page.getByText(`${Object.keys(CATALOG).length} images · page 1 of 1`).waitFor();
+  assert.equal(await page.locator('#catalog-grid .result', { hasText: 'pitcher-again' }).count(), 0);
+
+  await page.getByLabel('Images a page').fill('4');
+  await page.getByLabel('Images a page').blur();
+  await page.getByText(`${Object.keys(CATALOG).length} images · page 1 of 2`).waitFor();
+  assert.equal(await page.locator('#catalog-grid .result').count(), 4);
+  await page.locator('#catalog-pager').getByRole('button', { name: 'Next page' }).click();
+  await page.getByText(`${Object.keys(CATALOG).length} images · page 2 of 2`).waitFor();
+  assert.equal(await page.locator('#catalog-grid .result').count(), Object.keys(CATALOG).length - 4);
+  assert.equal(await page.locator('#catalog-pager').getByRole('button', { name: 'Next page' }).isDisabled(), true);
+  assert.match((await count.textContent())!, /page 2 of 2$/);
+
+  // The schema: saving needs the admin token, kept for the tab.
+  await page.getByText('Change the schema').click();
+  await page.getByRole('button', { name: 'Add field' }).click();
+  const added = page.locator('#schema-rows li').last();
+  await added.getByLabel('Field name').fill('price');
+  await added.getByLabel('Type').selectOption('float');
+  await page.getByRole('button', { name: 'Save schema' }).click();
+  await page.getByText('Changing the schema needs the admin token.').waitFor();
+  await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
+  await page.getByRole('button', { name: 'Save schema' }).click();
+  await page.getByText('Saved: 2 fields.').waitFor();
+  const saved = await adminRequest<{ schema: { fields: unknown[] } }>({ baseUrl: stack.baseUrl, token: ADMIN_TOKEN }, 'GET', `/admin/apps/${keys.app_id}`);
+  assert.deepEqual(saved.body.schema.fields, [
+    { name: 'price', type: 'float', searchable: true },
+    { name: 'room', type: 'string', searchable: true },
+  ]);
+  const shown = await page.locator('#schema-table tbody tr').allTextContents();
+  assert.deepEqual(shown.sort(), ['pricefloatyes', 'roomstringyes']);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('image-search-console:admin-token')), ADMIN_TOKEN);
+  await page.close();
+});
+
+/** Whether the page is no wider than its viewport, and how many lines the drop zone's text takes. */
+async function layout(page: Page): Promise<{ scrollWidth: number; dropLines: number }> {
+  return page.evaluate(() => {
+    const text = document.querySelector('#drop-zone span')!;
+    const lineHeight = parseFloat(getComputedStyle(text).lineHeight);
+    const dropLines = text.getClientRects().length ? Math.round(text.getBoundingClientRect().height / lineHeight) : 0;
+    return { scrollWidth: document.documentElement.scrollWidth, dropLines };
+  });
+}
+
+test('at phone width (390x844) nothing scrolls sideways and the drop zone reads in lines; screenshots at desktop too', async () => {
+  const page = await openConsole();
+  await page.locator('#image-form input[type=file]').setInputFiles(path.join(IMAGES_DIR, QUERY));
+  await resultsAfter(page, null);
+  await page.locator('details.advanced summary').click();
+  for (const [width, height, device] of [[390, 844, 'phone'], [1280, 800, 'desktop']] as const) {
+    await page.setViewportSize({ width, height });
+    for (const view of ['search', 'insert', 'catalog']) {
+      await page.getByRole('link', { name: view[0]!.toUpperCase() + view.slice(1), exact: true }).click();
+      await page.screenshot({ path: path.join(SCREENSHOTS, `console-${device}-${view}.png`), fullPage: true });
+      const { scrollWidth, dropLines } = await layout(page);
+      assert.ok(scrollWidth <= width, `${device} ${view}: ${scrollWidth} px wide`);
+      if (view === 'search') assert.ok(dropLines >= 1 && dropLines <= 2, `${device}: the drop zone's text takes ${dropLines} lines`);
+    }
+  }
   await page.close();
 });
 

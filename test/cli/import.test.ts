@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { adminRequest } from '../../scripts/lib/admin-client.ts';
 import { startLocalStack, type LocalStack } from '../../scripts/lib/local-stack.ts';
+import { stackLogOf } from '../support/test-log.ts';
 import { ROOT } from '../../scripts/lib/wrangler-env.ts';
 import { IMAGES_DIR } from '@edge-image-search/devtools/fixture-server';
 import { freePort } from '@edge-image-search/devtools/free-port';
@@ -58,13 +59,17 @@ const searchable = async (name: string): Promise<boolean> => {
   return ((await response.json()) as { status: string }).status === 'OK';
 };
 
-/** The state files the command keeps in `.local/import/` that say some batch was sent but not yet followed. */
-const anyOpenBatch = (): boolean => {
+/**
+ * Whether a state file the command keeps in `.local/import/`, written since `since` (not one another run left), says
+ * some batch was sent but not yet followed.
+ */
+const anyOpenBatchSince = (since: number): boolean => {
   const folder = path.join(ROOT, '.local/import');
   if (!existsSync(folder)) return false;
   return readdirSync(folder).some((file) => {
     try {
-      return (JSON.parse(readFileSync(path.join(folder, file), 'utf8')) as { open: unknown[] }).open.length > 0;
+      const state = path.join(folder, file);
+      return statSync(state).mtimeMs >= since && (JSON.parse(readFileSync(state, 'utf8')) as { open: unknown[] }).open.length > 0;
     } catch {
       return false; // being written
     }
@@ -76,7 +81,7 @@ before(
     rmSync(STATE_DIR, { recursive: true, force: true });
     rmSync(WORK_DIR, { recursive: true, force: true });
     const [port, inferencePort] = [await freePort(), await freePort()];
-    stack = await startLocalStack({ port, inferencePort, adminToken: ADMIN_TOKEN, persistTo: STATE_DIR });
+    stack = await startLocalStack({ port, inferencePort, adminToken: ADMIN_TOKEN, persistTo: STATE_DIR, log: stackLogOf('cli-import') });
     const created = await adminRequest<{ access_key: string; secret_key: string }>({ baseUrl: stack.baseUrl, token: ADMIN_TOKEN }, 'POST', '/admin/apps', { name: 'import-test' });
     assert.equal(created.status, 201);
     keys = created.body;
@@ -118,7 +123,8 @@ test("reads a spreadsheet's CSV (byte-order mark, CRLF, a quoted comma) and list
 test('resumes a run killed after sending: the next run follows its batch to the end', { timeout: 180_000 }, async () => {
   const files = ['skimage_astronaut.jpg', 'skimage_rocket.jpg', 'opencv-doc_fruits.jpg', 'opencv-doc_orange.jpg'];
   const folder = folderOf('killed', files);
-  const killed = await runImport(folder, anyOpenBatch);
+  const startedAt = Date.now();
+  const killed = await runImport(folder, () => anyOpenBatchSince(startedAt));
   assert.notEqual(killed.code, 0);
 
   const resumed = await runImport(folder);

@@ -9,6 +9,7 @@ import { writeClip } from '../../inference/test/tiny-models.ts';
 import { adminRequest, type AdminConfig } from '../../scripts/lib/admin-client.ts';
 import { insertForm, waitForInsert } from '../../scripts/lib/api-client.ts';
 import { startLocalStack, type LocalStack } from '../../scripts/lib/local-stack.ts';
+import { stackLogOf } from '../support/test-log.ts';
 import { configuredEmbedModels, embedModelsFor, indexNamesOf } from '../../scripts/lib/served-models.ts';
 import { ROOT } from '../../scripts/lib/wrangler-env.ts';
 import { startFixtureServer } from '@edge-image-search/devtools/fixture-server';
@@ -39,7 +40,7 @@ before(
     const [port, inferencePort, imagesPort] = [await freePort(), await freePort(), await freePort()];
     images = await startFixtureServer(imagesPort);
     imagesUrl = `http://127.0.0.1:${imagesPort}/images`;
-    stack = await startLocalStack({ port, inferencePort, adminToken: ADMIN_TOKEN, persistTo: STATE_DIR, embedModels: `${clip},mobilenet-v2` });
+    stack = await startLocalStack({ port, inferencePort, adminToken: ADMIN_TOKEN, persistTo: STATE_DIR, embedModels: `${clip},mobilenet-v2`, log: stackLogOf('cli-start-models') });
     admin = { baseUrl: stack.baseUrl, token: ADMIN_TOKEN };
   },
   { timeout: 120_000 },

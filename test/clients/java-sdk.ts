@@ -178,6 +178,20 @@ export function javaSdkSuite(stack: () => ClientStack): void {
       }
     });
 
+    it('insert naming a field outside the schema: OK, with ignored_fields, a key InsertTrans skips', async () => {
+      // InsertTransMixin is @JsonIgnoreProperties(ignoreUnknown = true): it maps trans_id, total and error only.
+      const inserted = await formPost(stack(), '/insert', [
+        ['im_name[0]', 'java-ignored'],
+        ['im_url[0]', `${stack().imagesUrl}/no-such-file.png`],
+        ['brand[0]', 'grocer'],
+        ['colour[0]', 'green'],
+      ]);
+      assertEnvelope(inserted, 'insert');
+      assert.deepEqual([inserted.body.status, inserted.body.total, inserted.body.error], ['OK', 1, []]);
+      assert.ok(Number.isSafeInteger(inserted.body.trans_id));
+      assert.deepEqual(inserted.body.ignored_fields, [{ index: 0, im_name: 'java-ignored', fields: ['colour'] }]);
+    });
+
     it('error paths: the message the SDK reports is the service\'s own', async () => {
       const cases: [Promise<WireAnswer>, string, string][] = [
         [get(stack(), '/search', [['im_name', 'no-such-image']]), 'search', 'Image not found with im_name.'],

@@ -138,6 +138,18 @@ export function pythonSdkSuite(stack: () => ClientStack): void {
       });
     });
 
+    it('insert naming a field outside the schema: OK, the JSON handed on with ignored_fields', async () => {
+      const inserted = await formPost(stack(), '/insert', [
+        ['im_name[0]', 'python-ignored'],
+        ['im_url[0]', `${stack().imagesUrl}/no-such-file.png`],
+        ['colour[0]', 'green'],
+      ]);
+      assertEnvelope(inserted, 'insert');
+      assert.deepEqual([inserted.body.status, inserted.body.total, inserted.body.error], ['OK', 1, []]);
+      assert.deepEqual(inserted.body.ignored_fields, [{ index: 0, im_name: 'python-ignored', fields: ['colour'] }]);
+      await waitForTransaction(stack(), inserted.body.trans_id);
+    });
+
     it('error paths answer 200 with the message, as the SDK\'s fixtures show', async () => {
       const wrongKeys = await formPost(stack(), '/insert', [['im_name[0]', 'a'], ['im_url[0]', 'http://127.0.0.1/a.jpg']], 'wrong');
       assertEnvelope(wrongKeys, 'insert');

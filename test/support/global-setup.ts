@@ -8,6 +8,7 @@ import { writeClip } from '../../inference/test/tiny-models.ts';
 import { startFixtureServer } from '@edge-image-search/devtools/fixture-server';
 import { freePort } from '@edge-image-search/devtools/free-port';
 import { startInference } from '@edge-image-search/devtools/inference-service';
+import { keepSuiteNoiseIn, testLogOf } from './test-log.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -27,6 +28,7 @@ declare module 'vitest' {
  * text tower maps `red` to the red image's vector (inference/test/tiny-models.ts).
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const sayNoise = keepSuiteNoiseIn(testLogOf('worker'));
   const [inferencePort, fixturesPort] = [await freePort(), await freePort()];
   const inferenceSecret = randomBytes(16).toString('hex');
   const models = mkdtempSync(path.join(tmpdir(), 'worker-test-models-'));
@@ -47,6 +49,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     fixtures.closeAllConnections();
     await new Promise((resolve) => fixtures.close(resolve));
     rmSync(models, { recursive: true, force: true });
+    sayNoise();
   };
 }
 

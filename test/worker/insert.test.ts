@@ -1,5 +1,6 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
+import * as responses from '../../src/openapi/responses';
 import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, search, waitForTransaction } from './helpers';
 
 type InsertBody = { status: string; method: string; trans_id?: number; total: number; error: Record<string, unknown>[] };
@@ -107,6 +108,62 @@ describe('POST /insert validation (spec 7.2)', () => {
     }
     const kept = await env.DB.prepare('SELECT count(*) AS n FROM insert_transactions WHERE app_id = ?').bind(app.app_id).first<{ n: number }>();
     expect(kept?.n).toBe(0);
+  });
+});
+
+describe('POST /insert: fields outside the schema are named in ignored_fields (docs/decisions.md)', () => {
+  const schema = [{ name: 'brand', type: 'string' as const, searchable: true }];
+  const storedMetadata = async (app: { app_id: string }, imName: string) =>
+    JSON.parse((await env.DB.prepare('SELECT metadata FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, imName).first<{ metadata: string }>())!.metadata);
+
+  it('names them per accepted image of a new insert, refused images keeping only their error', async () => {
+    const app = await createApp('shop', schema);
+    const body = await (
+      await insert(app, [
+        { im_name: 'a', im_url: FAILING, brand: 'acme', colour: 'red', size: 'L' },
+        { im_name: 'bad name', im_url: FAILING, colour: 'red' },
+        { im_name: 'c', im_url: FAILING, brand: 'acme' },
+        { im_name: 'd', im_url: FAILING, colour: 'blue' },
+      ])
+    ).json<InsertBody>();
+    expect(responses.insertResponse.strict().parse(body)).toEqual({
+      status: 'warning',
+      method: 'insert',
+      trans_id: expect.any(Number),
+      total: 3,
+      result: [],
+      error: [{ index: 1, im_name: 'bad name', error_code: 107, error_message: 'Invalid im_name.' }],
+      ignored_fields: [
+        { index: 0, im_name: 'a', fields: ['colour', 'size'] },
+        { index: 3, im_name: 'd', fields: ['colour'] },
+      ],
+    });
+  });
+
+  it('names them for a metadata-only update, which stores the schema fields only', async () => {
+    const app = await createApp('shop', schema);
+    await insertAndWait(app, [{ im_name: 'hen', im_url: HEN, brand: 'farm' }]);
+    const body = await (
+      await insert(app, [
+        { im_name: 'hen', brand: 'coop', colour: 'white' },
+        { im_name: 'unknown', colour: 'white' },
+      ])
+    ).json<InsertBody>();
+    expect(responses.insertResponse.strict().parse(body)).toMatchObject({
+      status: 'warning',
+      total: 1,
+      error: [{ index: 1, im_name: 'unknown', error_code: 108, error_message: 'Missing im_url.' }],
+      ignored_fields: [{ index: 0, im_name: 'hen', fields: ['colour'] }],
+    });
+    expect(await waitForTransaction(app, body.trans_id!)).toMatchObject({ processed_percent: 100, success_count: 1 });
+    expect(await storedMetadata(app, 'hen')).toEqual({ brand: 'coop' });
+  });
+
+  it('leaves the key out when every field is in the schema', async () => {
+    const app = await createApp('shop', schema);
+    const body = await (await insert(app, [{ im_name: 'a', im_url: FAILING, brand: 'acme' }])).json<InsertBody>();
+    expect(body).toEqual({ status: 'OK', method: 'insert', trans_id: expect.any(Number), total: 1, result: [], error: [] });
+    expect(body).not.toHaveProperty('ignored_fields');
   });
 });
 
