@@ -1,7 +1,7 @@
 /**
- * The insert page: rows of im_name, im_url and a field for each field of the application's schema (read from
- * `GET /images`) go to `POST /insert` (docs/api.md), then the transaction is followed (`GET /insert/status/<trans_id>`)
- * until every image is processed.
+ * The insert page: rows of im_name, im_url or a file from the computer, and a field for each field of the
+ * application's schema (read from `GET /images`) go to `POST /insert` (docs/api.md; multipart when a row has a file),
+ * then the transaction is followed (`GET /insert/status/<trans_id>`) until every image is processed.
  */
 
 import { ApiFailure, callApi, describeError } from './api.js';
@@ -88,20 +88,25 @@ export class InsertPage {
     );
   }
 
-  /** `im_name[i]`, `im_url[i]` and `<field>[i]` for the filled rows, `i` counting those only. */
+  /**
+   * `im_name[i]`, `im_url[i]` (or the file `image[i]`: the service refuses both) and `<field>[i]` for the filled rows,
+   * `i` counting those only.
+   */
   #params() {
     const filled = [...this.#parts.rows.children]
       .map((row) => ({
         name: row.querySelector('[name=im_name]').value.trim(),
         url: row.querySelector('[name=im_url]').value.trim(),
+        file: row.querySelector('[name=image]').files[0],
         metadata: [...row.querySelectorAll('[data-field]')]
           .map((input) => [input.dataset.field, input.value.trim()])
           .filter(([, value]) => value),
       }))
-      .filter((row) => row.name || row.url || row.metadata.length > 0);
+      .filter((row) => row.name || row.url || row.file || row.metadata.length > 0);
     return filled.flatMap((row, index) => [
       [`im_name[${index}]`, row.name],
-      [`im_url[${index}]`, row.url],
+      ...(row.file ? [[`image[${index}]`, row.file]] : []),
+      ...(row.url || !row.file ? [[`im_url[${index}]`, row.url]] : []),
       ...row.metadata.map(([field, value]) => [`${field}[${index}]`, value]),
     ]);
   }
@@ -112,7 +117,9 @@ export class InsertPage {
     errors.replaceChildren();
     transaction.hidden = true;
     try {
-      const answer = await callApi(this.#getAuth(), 'POST', '/insert', this.#params());
+      const params = this.#params();
+      const multipart = params.some(([, value]) => value instanceof File);
+      const answer = await callApi(this.#getAuth(), 'POST', '/insert', params, { multipart });
       // `warning`: some rows were refused at once; the others are in the transaction.
       this.#showErrors(answer.error);
       await this.#follow(answer.trans_id, answer.total, generation);
@@ -152,7 +159,7 @@ export class InsertPage {
 
   #showErrors(entries) {
     const paragraph = (entry) =>
-      Object.assign(document.createElement('p'), { className: 'error', textContent: describeError(entry) });
+      Object.assign(document.createElement('p'), { className: 'error', textContent: describeFailure(entry) });
     this.#parts.errors.replaceChildren(...entries.map(paragraph));
   }
 }

@@ -17,6 +17,7 @@ export const DATA_ERRORS = {
   tooManyParameters: { code: 105, message: 'Number of parameters for image exceeds maximum limit of 32.' },
   invalidImName: { code: 107, message: 'Invalid im_name.' },
   missingImUrl: { code: 108, message: 'Missing im_url.' },
+  imageAndImUrl: { code: 110, message: 'Only one of image and im_url may be given.' },
   downloadFailed: { code: 201, message: 'Could not download the image from im_url.' },
   unsupportedFormat: { code: 202, message: 'Unsupported image format.' },
   unsupportedDimension: { code: 203, message: 'Unsupported image dimension.' },

@@ -40,3 +40,14 @@ export function indexedParams(params: RequestParams): Map<number, Map<string, st
   }
   return new Map([...images].sort(([a], [b]) => a - b));
 }
+
+/** The files sent as `{key}[i]` (a text value under that name is no file), by index. */
+export function indexedFiles(params: RequestParams, key: string): Map<number, File> {
+  const files = new Map<number, File>();
+  for (const name of params.names()) {
+    const match = INDEXED_KEY.exec(name);
+    const file = match?.[1] === key ? params.file(name) : undefined;
+    if (file) files.set(Number(match![2]), file);
+  }
+  return files;
+}

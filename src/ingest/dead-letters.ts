@@ -3,25 +3,28 @@ import { GENERAL } from '../http/messages';
 import { MAX_DETECTED_OBJECTS } from '../ports/inference/types';
 import { imageBlobKey } from '../storage/blobs';
 import { retireUnlessLive } from '../storage/retired';
-import { getPendingItem, settleItem, type ItemOutcome } from '../storage/transactions';
+import { getPendingItem, isMetadataUpdate, settleItem, type ItemOutcome } from '../storage/transactions';
 import { isReindexMessage, type IngestMessage } from './message';
+import { releaseStaged } from './staged-uploads';
 
 /** How an item ends when retrying gave up on it (failForGood, for the dead-letter consumer and the sweeper). */
 const FAILED_BY_SYSTEM: ItemOutcome = { state: 'failed', code: 500, message: GENERAL.systemError };
 
 /**
- * Gives an item up, once: settled as a system error, and the version it may have begun to write (bytes, vectors) is
- * retired, so nothing it left stays behind. The dead-letter consumer and the sweeper end items this way.
+ * Gives an item up, once: settled as a system error, the version it may have begun to write (bytes, vectors)
+ * retired and its staged file deleted, so nothing it left stays behind. The dead-letter consumer and the sweeper end
+ * items this way.
  */
 export async function failForGood(env: Env, transId: number, index: number): Promise<void> {
   const item = await getPendingItem(env.DB, transId, index);
   if (!item) return;
-  if (item.imUrl !== null) {
+  if (!isMetadataUpdate(item)) {
     const blobKey = imageBlobKey(item.appId, item.imName, item.seq);
     // However many objects it found, its object vectors are among the first MAX_DETECTED_OBJECTS ids.
     await retireUnlessLive(env.DB, { id: item.seq, appId: item.appId, blobKey, objectCount: MAX_DETECTED_OBJECTS }).run();
   }
   await settleItem(env.DB, transId, index, FAILED_BY_SYSTEM);
+  await releaseStaged(env, item);
 }
 
 /** Dead-letter queues are named after their queue with `-dlq` (wrangler.toml). */

@@ -1,6 +1,6 @@
 /**
- * An insert item, from its queue message to its settled outcome: a new version of an image (download, probe,
- * inference, R2, vectors, then one D1 batch), or a metadata-only update.
+ * An insert item, from its queue message to its settled outcome: a new version of an image (download or staged file,
+ * probe, inference, R2, vectors, then one D1 batch), or a metadata-only update.
  */
 import { DownloadError, downloadImage, downloadOptions } from '../download/download';
 import type { Env } from '../env';
@@ -11,13 +11,23 @@ import { UndecodableImageError, type Prediction } from '../ports/inference/types
 import { imageBlobKey, putImageBlob } from '../storage/blobs';
 import { applyVersion, mergeImageMetadata } from '../storage/images';
 import { vectorsRewritten } from '../storage/stale-vectors';
-import { getPendingItem, hasEarlierPendingItem, markStarted, settleItem, settleStatements, type ItemOutcome, type PendingItem } from '../storage/transactions';
+import {
+  getPendingItem,
+  hasEarlierPendingItem,
+  isMetadataUpdate,
+  markStarted,
+  settleItem,
+  settleStatements,
+  type ItemOutcome,
+  type PendingItem,
+} from '../storage/transactions';
 import { getSchema } from '../storage/apps';
 import { embedModelsToWrite } from '../storage/reindexes';
 import { replaceVectorMetadata, vectorMetadata, writeImageVectors, type ModelEmbedding } from '../storage/vectors';
 import { embeddingMismatch } from './embedding-mismatch';
 import type { InsertMessage } from './message';
 import { Deferred, tryAgainLater } from './retry-policy';
+import { releaseStaged } from './staged-uploads';
 
 /** Bytes an inserted image may have: a 40 MP image compresses well below this. */
 export const MAX_IMAGE_BYTES = 50 * 1024 * 1024;
@@ -31,24 +41,32 @@ class ItemRejected extends Error {
   }
 }
 
+/** The image's bytes: downloaded from its URL, or its file as /insert staged it (staged-uploads.ts). */
+async function imageBytes(env: Env, item: PendingItem): Promise<Uint8Array> {
+  if (item.stagedKey) {
+    const staged = await env.BLOBS.get(item.stagedKey);
+    // Deleted only once the item settled: missing, it is a storage failure, retried like one.
+    if (!staged) throw new Error(`staged image ${item.stagedKey} is missing`);
+    return new Uint8Array(await staged.arrayBuffer());
+  }
+  try {
+    return await downloadImage(item.imUrl!, downloadOptions(env, MAX_IMAGE_BYTES));
+  } catch (error) {
+    if (error instanceof DownloadError) throw new ItemRejected(DATA_ERRORS.downloadFailed);
+    throw error;
+  }
+}
+
 /**
- * Downloads and checks an item's image and predicts what the index needs of it: objects and colours, and an
+ * Fetches and checks an item's image and predicts what the index needs of it: objects and colours, and an
  * embedding by each of `models` (the application's, and the one a reindex moves it to), each with the same objects.
  */
 async function fetchAndPredict(
   env: Env,
-  item: PendingItem & { imUrl: string },
+  item: PendingItem,
 ): Promise<{ bytes: Uint8Array; info: ImageInfo; prediction: Prediction; embeddings: ModelEmbedding[] }> {
-  const download = async (): Promise<Uint8Array> => {
-    try {
-      return await downloadImage(item.imUrl, downloadOptions(env, MAX_IMAGE_BYTES));
-    } catch (error) {
-      if (error instanceof DownloadError) throw new ItemRejected(DATA_ERRORS.downloadFailed);
-      throw error;
-    }
-  };
   // Read while the image downloads; read after the item was accepted, so a reindex begun before is seen.
-  const [bytes, models] = await Promise.all([download(), embedModelsToWrite(env.DB, item.appId)]);
+  const [bytes, models] = await Promise.all([imageBytes(env, item), embedModelsToWrite(env.DB, item.appId)]);
   const info = probeImage(bytes);
   if (!info) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
   if (!hasSupportedDimensions(info)) throw new ItemRejected(DATA_ERRORS.unsupportedDimension);
@@ -77,7 +95,7 @@ async function fetchAndPredict(
  * (storage/images.ts). A failure before that batch leaves the previous version as it was, fully searchable; what the
  * new version wrote is retired if it never applies.
  */
-async function ingest(env: Env, item: PendingItem & { imUrl: string }): Promise<void> {
+async function ingest(env: Env, item: PendingItem): Promise<void> {
   // The schema is read while the image is fetched and predicted: neither waits for the other.
   const [schema, { bytes, info, prediction, embeddings }] = await Promise.all([getSchema(env.DB, item.appId), fetchAndPredict(env, item)]);
   const blobKey = imageBlobKey(item.appId, item.imName, item.seq);
@@ -93,7 +111,8 @@ async function ingest(env: Env, item: PendingItem & { imUrl: string }): Promise<
       id: item.seq,
       appId: item.appId,
       imName: item.imName,
-      imUrl: item.imUrl,
+      // An image sent as a file has no URL.
+      imUrl: item.imUrl ?? '',
       blobKey,
       format: info.format,
       width: info.width,
@@ -141,18 +160,20 @@ export async function handleInsertMessage(env: Env, message: Message<InsertMessa
   try {
     // Checked before the item counts as started: a waiting update must not look like work under way to the sweeper,
     // or an earlier item whose message was lost would never be sent again, and the update would wait forever.
-    if (item.imUrl === null && (await hasEarlierPendingItem(env.DB, item.appId, item.imName, item.seq))) throw new Deferred();
-    if (item.imUrl === null) {
+    if (isMetadataUpdate(item) && (await hasEarlierPendingItem(env.DB, item.appId, item.imName, item.seq))) throw new Deferred();
+    if (isMetadataUpdate(item)) {
       await markStarted(env.DB, transId, index);
       await updateMetadata(env, item);
     } else {
       // Marked while the image is fetched: the mark only has to land before the message is acknowledged.
-      await Promise.all([markStarted(env.DB, transId, index), ingest(env, { ...item, imUrl: item.imUrl })]);
+      await Promise.all([markStarted(env.DB, transId, index), ingest(env, item)]);
     }
+    await releaseStaged(env, item);
     message.ack();
   } catch (error) {
     if (error instanceof ItemRejected) {
       await settleItem(env.DB, transId, index, { state: 'failed', code: error.error.code, message: error.error.message });
+      await releaseStaged(env, item);
       message.ack();
       return undefined;
     }

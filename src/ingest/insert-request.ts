@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import { dataErrorEntry, type DataErrorEntry } from '../http/envelope';
 import { DATA_ERRORS, lengthExceeded, wrongDataType, type DataError } from '../http/messages';
+import { file } from '../http/param-schema';
 import type { RequestParams } from '../http/params';
 import type { SchemaField } from '../storage/apps';
 import { MAX_IM_NAME_LENGTH } from '../storage/image-name';
 import { oversizedVectorField } from '../storage/vectors';
 import type { ImageMetadata } from '../storage/metadata';
-import type { InsertItem } from '../storage/transactions';
-import { indexedParams } from './data-params';
+import { isMetadataUpdate, type InsertItem } from '../storage/transactions';
+import { indexedFiles, indexedParams } from './data-params';
 import { DECIMAL_TEXT, INTEGER_TEXT } from '../number-text';
 
 /** docs/api.md, Limits. */
@@ -37,9 +38,10 @@ export const INSERT_IMAGE = z
       .optional()
       .meta({
         description:
-          'Public URL the image is downloaded from. Without it, an image already in the collection has only its given ' +
-          'metadata fields changed (no download, no new embedding); an unknown name is refused with 108.',
+          'Public URL the image is downloaded from. Without it or `image`, an image already in the collection has only ' +
+          'its given metadata fields changed (no download, no new embedding); an unknown name is refused with 108.',
       }),
+    image: file('The image as a file, instead of `im_url` (not both: 110); checked and stored as a downloaded one is.'),
   })
   .catchall(
     z
@@ -51,16 +53,18 @@ export const INSERT_IMAGE = z
 /** The fields of one accepted image that the schema does not hold: not stored, and named in the answer (docs/api.md, POST /insert). */
 export type IgnoredFields = { index: number; im_name: string; fields: string[] };
 
-type InsertImages = { accepted: InsertItem[]; rejected: DataErrorEntry[]; ignored: IgnoredFields[] };
+export type InsertImages = { accepted: InsertItem[]; rejected: DataErrorEntry[]; ignored: IgnoredFields[] };
 
-export type ParsedInsert = { kind: 'too_many'; error: DataError } | ({ kind: 'images' } & InsertImages);
+/** `uploads`: the files of accepted images sent as `image[i]`, by index, to be staged (staged-uploads.ts). */
+export type ParsedInsert = { kind: 'too_many'; error: DataError } | ({ kind: 'images'; uploads: Map<number, File> } & InsertImages);
 
-function validateImage(fields: Map<string, string>, schema: Map<string, SchemaField>): DataError | null {
+function validateImage(fields: Map<string, string>, schema: Map<string, SchemaField>, upload: File | undefined): DataError | null {
   const imName = fields.get('im_name');
   if (fields.size > INSERT_LIMITS.maxKeysPerImage) return DATA_ERRORS.tooManyParameters;
   if (imName === undefined || imName === '') return DATA_ERRORS.invalidImName;
   if (imName.length > INSERT_LIMITS.maxNameLength) return lengthExceeded('im_name');
   if (!IM_NAME.test(imName)) return DATA_ERRORS.invalidImName;
+  if (upload && fields.get('im_url')) return DATA_ERRORS.imageAndImUrl;
   for (const [name, value] of fields) {
     if (value.length > INSERT_LIMITS.maxValueLength) return lengthExceeded(name);
     const type = schema.get(name)?.type;
@@ -93,16 +97,21 @@ function typedMetadata(fields: Map<string, string>, schema: Map<string, SchemaFi
 export function parseInsert(params: RequestParams, schema: SchemaField[]): ParsedInsert {
   const images = indexedParams(params);
   if (images.size > INSERT_LIMITS.maxImages) return { kind: 'too_many', error: DATA_ERRORS.batchTooLarge };
+  const files = indexedFiles(params, 'image');
   const fieldsByName = new Map(schema.map((field) => [field.name, field]));
   const accepted: InsertItem[] = [];
   const rejected: DataErrorEntry[] = [];
   const ignoredFields: IgnoredFields[] = [];
+  const uploads = new Map<number, File>();
   for (const [index, fields] of images) {
-    const error = validateImage(fields, fieldsByName);
+    const upload = files.get(index);
+    const error = validateImage(fields, fieldsByName, upload);
     if (error) {
       rejected.push(dataErrorEntry(error, { index, im_name: fields.get('im_name') }));
       continue;
     }
+    // The file is the image, not a metadata field (counted among the image's keys all the same).
+    if (upload) fields.delete('image');
     const { metadata, ignored } = typedMetadata(fields, fieldsByName);
     const oversized = oversizedVectorField(metadata, schema);
     if (oversized !== undefined) {
@@ -111,9 +120,24 @@ export function parseInsert(params: RequestParams, schema: SchemaField[]): Parse
     }
     const imName = fields.get('im_name')!;
     accepted.push({ index, imName, imUrl: fields.get('im_url') || null, metadata });
+    if (upload) uploads.set(index, upload);
     if (ignored.length > 0) ignoredFields.push({ index, im_name: imName, fields: ignored });
   }
-  return { kind: 'images', accepted, rejected, ignored: ignoredFields };
+  return { kind: 'images', accepted, rejected, ignored: ignoredFields, uploads };
+}
+
+/** Error entries in index order, as the answer lists them. */
+export const byIndex = (entries: DataErrorEntry[]): DataErrorEntry[] => entries.sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
+
+/** The images refused by `entries` taken out of the accepted ones, and their ignored fields with them. */
+export function refuse(images: InsertImages, entries: DataErrorEntry[]): InsertImages {
+  if (entries.length === 0) return images;
+  const refused = new Set(entries.map((entry) => entry.index));
+  return {
+    accepted: images.accepted.filter((item) => !refused.has(item.index)),
+    rejected: byIndex([...images.rejected, ...entries]),
+    ignored: images.ignored.filter((entry) => !refused.has(entry.index)),
+  };
 }
 
 /**
@@ -122,13 +146,6 @@ export function parseInsert(params: RequestParams, schema: SchemaField[]): Parse
  * Errors stay in index order.
  */
 export function resolveMetadataUpdates(parsed: InsertImages, known: ReadonlySet<string>): InsertImages {
-  const unknown = parsed.accepted.filter((item) => item.imUrl === null && !known.has(item.imName));
-  if (unknown.length === 0) return parsed;
-  return {
-    accepted: parsed.accepted.filter((item) => !unknown.includes(item)),
-    rejected: [...parsed.rejected, ...unknown.map((item) => dataErrorEntry(DATA_ERRORS.missingImUrl, { index: item.index, im_name: item.imName }))].sort(
-      (a, b) => (a.index ?? 0) - (b.index ?? 0),
-    ),
-    ignored: parsed.ignored.filter((entry) => !unknown.some((item) => item.index === entry.index)),
-  };
+  const unknown = parsed.accepted.filter((item) => isMetadataUpdate(item) && !known.has(item.imName));
+  return refuse(parsed, unknown.map((item) => dataErrorEntry(DATA_ERRORS.missingImUrl, { index: item.index, im_name: item.imName })));
 }

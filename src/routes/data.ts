@@ -6,13 +6,14 @@ import { failedWith } from '../http/middleware';
 import { readParam } from '../http/param-schema';
 import { FORMS, route } from '../http/route';
 import { indexedParams, INSERT_STATUS, MAX_REMOVE_NAMES, REMOVED_IMAGE, TRANSACTION } from '../ingest/data-params';
-import { INSERT_IMAGE, INSERT_LIMITS, parseInsert, resolveMetadataUpdates } from '../ingest/insert-request';
+import { INSERT_IMAGE, INSERT_LIMITS, parseInsert, resolveMetadataUpdates, type InsertImages } from '../ingest/insert-request';
 import { sendInsertMessages } from '../ingest/message';
+import { discardStaged, stageUploads } from '../ingest/staged-uploads';
 import * as responses from '../openapi/responses';
 import { getSchema, type AppRecord } from '../storage/apps';
 import { existingNames, removeImages } from '../storage/images';
 import { deleteRetiredSoon } from '../storage/retired';
-import { createTransaction, deleteTransaction, getTransactionStatus, type InsertItem } from '../storage/transactions';
+import { createTransaction, deleteTransaction, getTransactionStatus, isMetadataUpdate, type InsertItem } from '../storage/transactions';
 import { LimitReached } from '../storage/usage';
 
 /**
@@ -40,18 +41,26 @@ const insert: Handler<AppEnv> = async (c) => {
   const parsed = parseInsert(params, c.var.storedSchema ?? (await getSchema(c.env.DB, app.id)));
   if (parsed.kind === 'too_many') throw ApiError.data(400, parsed.error);
 
-  const updates = parsed.accepted.filter((item) => item.imUrl === null).map((item) => item.imName);
-  const { accepted, rejected, ignored } = resolveMetadataUpdates(parsed, await existingNames(c.env.DB, app.id, updates));
-  if (accepted.length === 0) {
-    return failedWith(c, [...rejected, dataErrorEntry(DATA_ERRORS.noImageInserted)]);
+  // Files first: an image is accepted only once its bytes are checked and kept (ingest/staged-uploads.ts).
+  const staged = await stageUploads(c.env.BLOBS, app.id, parsed);
+  let recorded: InsertImages & { transId: number | null };
+  try {
+    const updates = staged.accepted.filter(isMetadataUpdate).map((item) => item.imName);
+    const resolved = resolveMetadataUpdates(staged, await existingNames(c.env.DB, app.id, updates));
+    recorded = { ...resolved, transId: resolved.accepted.length === 0 ? null : await recordWithinLimits(c.env.DB, app, resolved.accepted) };
+  } catch (error) {
+    await discardStaged(c.env.BLOBS, staged.accepted);
+    throw error;
   }
-  const transId = await recordWithinLimits(c.env.DB, app, accepted);
+  const { accepted, rejected, ignored, transId } = recorded;
+  if (transId === null) return failedWith(c, [...rejected, dataErrorEntry(DATA_ERRORS.noImageInserted)]);
   try {
     await sendInsertMessages(c.env.INSERT_QUEUE, accepted.map((item) => ({ transId, index: item.index })));
   } catch (error) {
     // Without its messages the transaction would never finish: take it back and let the client retry.
     console.error(JSON.stringify({ event: 'insert_enqueue_failed', reqid: c.var.reqid, error: String(error) }));
     await deleteTransaction(c.env.DB, transId);
+    await discardStaged(c.env.BLOBS, accepted);
     throw new ApiError(503, GENERAL.busy);
   }
   return c.json({
@@ -118,8 +127,9 @@ export const dataRoutes = [
       description:
         `Each image is sent as \`{key}[i]\` form parameters, \`i\` its 0-based index: at most ` +
         `${INSERT_LIMITS.maxImages} images of at most ${INSERT_LIMITS.maxKeysPerImage} keys each. Images are processed ` +
-        'asynchronously: follow the transaction with `/insert/status`. An image already in the collection sent without ' +
-        '`im_url` has only its given metadata fields changed (no download, no new embedding).',
+        'asynchronously: follow the transaction with `/insert/status`. An image is downloaded from `im_url` or sent as a ' +
+        'file, `image` (multipart). An image already in the collection sent without either has only its given metadata ' +
+        'fields changed (no download, no new embedding).',
       body: { media: FORMS, indexed: INSERT_IMAGE },
       maxBodyBytes: INSERT_MAX_BODY_BYTES,
       success: { status: 200, schema: responses.insertResponse, description: '`warning` when some images were refused.' },

@@ -5,10 +5,13 @@ import { LIMIT_PASSED, LimitReached, limitParams, type InsertLimit, type InsertL
 import { couldNameImage } from './image-name';
 
 /**
- * One accepted image of an `/insert`. Without an `imUrl` it is a metadata-only update of an image already in the
- * collection: its given fields replace those stored, nothing is downloaded or embedded again.
+ * One accepted image of an `/insert`: downloaded from `imUrl`, or sent as a file and staged in R2 under `stagedKey`.
+ * With neither it is a metadata-only update of an image already in the collection: its given fields replace those
+ * stored, nothing is downloaded or embedded again.
  */
-export type InsertItem = { index: number; imName: string; imUrl: string | null; metadata: ImageMetadata };
+export type InsertItem = { index: number; imName: string; imUrl: string | null; stagedKey?: string | null; metadata: ImageMetadata };
+
+export const isMetadataUpdate = (item: InsertItem): boolean => item.imUrl === null && !item.stagedKey;
 /**
  * `seq`: the item's place in the order of operations on its name, and for an image item the id of the version it
  * makes (migrations/0008).
@@ -64,10 +67,18 @@ export async function createTransaction(
             // Only with the transaction: none when a limit refused it.
             db
               .prepare(
-                `INSERT INTO insert_items (trans_id, item_index, im_name, im_url, metadata, kind, seq)
-                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ${NUMBER_TAKEN} WHERE EXISTS (SELECT 1 FROM insert_transactions WHERE id = ?1)`,
+                `INSERT INTO insert_items (trans_id, item_index, im_name, im_url, staged_key, metadata, kind, seq)
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ${NUMBER_TAKEN} WHERE EXISTS (SELECT 1 FROM insert_transactions WHERE id = ?1)`,
               )
-              .bind(transId, item.index, item.imName, item.imUrl ?? '', JSON.stringify(item.metadata), item.imUrl === null ? 'metadata' : 'image'),
+              .bind(
+                transId,
+                item.index,
+                item.imName,
+                item.imUrl ?? '',
+                item.stagedKey ?? null,
+                JSON.stringify(item.metadata),
+                isMetadataUpdate(item) ? 'metadata' : 'image',
+              ),
           ];
         }),
         forgetNumbers(db),
@@ -94,11 +105,19 @@ export async function deleteTransaction(db: D1Database, transId: number): Promis
 export async function getPendingItem(db: D1Database, transId: number, index: number): Promise<PendingItem | null> {
   const row = await db
     .prepare(
-      `SELECT t.app_id, i.im_name, i.im_url, i.metadata, i.kind, i.seq FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
+      `SELECT t.app_id, i.im_name, i.im_url, i.staged_key, i.metadata, i.kind, i.seq FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
        WHERE i.trans_id = ? AND i.item_index = ? AND i.state = 'pending'`,
     )
     .bind(transId, index)
-    .first<{ app_id: string; im_name: string; im_url: string; metadata: string; kind: 'image' | 'metadata'; seq: number | null }>();
+    .first<{
+      app_id: string;
+      im_name: string;
+      im_url: string;
+      staged_key: string | null;
+      metadata: string;
+      kind: 'image' | 'metadata';
+      seq: number | null;
+    }>();
   if (!row) return null;
   // Accepted before items were numbered (migrations/0008): numbered now, after every item numbered at acceptance.
   const seq = row.seq ?? (await numberItem(db, transId, index));
@@ -107,7 +126,8 @@ export async function getPendingItem(db: D1Database, transId: number, index: num
     index,
     appId: row.app_id,
     imName: row.im_name,
-    imUrl: row.kind === 'metadata' ? null : row.im_url,
+    imUrl: row.kind === 'metadata' || row.staged_key !== null ? null : row.im_url,
+    stagedKey: row.staged_key,
     metadata: JSON.parse(row.metadata) as ImageMetadata,
     seq,
   };
@@ -139,6 +159,20 @@ export function settleStatements(db: D1Database, transId: number, index: number,
 
 export async function settleItem(db: D1Database, transId: number, index: number, outcome: ItemOutcome): Promise<void> {
   await db.batch(settleStatements(db, transId, index, outcome));
+}
+
+/** Staged files of settled items not deleted yet (their deletion failed), at most `limit`. */
+export async function stagedKeysLeft(db: D1Database, limit: number): Promise<{ transId: number; index: number; stagedKey: string }[]> {
+  const { results } = await db
+    .prepare(`SELECT trans_id, item_index, staged_key FROM insert_items WHERE staged_key IS NOT NULL AND state != 'pending' LIMIT ?`)
+    .bind(limit)
+    .all<{ trans_id: number; item_index: number; staged_key: string }>();
+  return results.map((row) => ({ transId: row.trans_id, index: row.item_index, stagedKey: row.staged_key }));
+}
+
+/** Forgets an item's staged file once it is deleted. */
+export async function forgetStagedKey(db: D1Database, transId: number, index: number): Promise<void> {
+  await db.prepare('UPDATE insert_items SET staged_key = NULL WHERE trans_id = ? AND item_index = ?').bind(transId, index).run();
 }
 
 /** Marks an item as in work now: the sweeper leaves items that a consumer is working on, or never started, alone. */
