@@ -7,6 +7,7 @@ import type { Browser, BrowserContext, Page, Request, Response } from 'playwrigh
 import { adminRequest, type AdminConfig } from '../../scripts/lib/admin-client.ts';
 import { insertForm, waitForInsert, type AuthHeader } from '../../scripts/lib/api-client.ts';
 import { startLocalStack, type LocalStack } from '../../scripts/lib/local-stack.ts';
+import { stackLogOf } from '../support/test-log.ts';
 import { ROOT } from '../../scripts/lib/wrangler-env.ts';
 import { launchChromium } from '../support/chromium.ts';
 import { IMAGES_DIR, startFixtureServer } from '@edge-image-search/devtools/fixture-server';
@@ -55,7 +56,7 @@ before(
     // One at a time, so that after() can stop whatever started when a later step fails.
     images = await startFixtureServer(imagesPort);
     imagesUrl = `http://127.0.0.1:${imagesPort}/images`;
-    stack = await startLocalStack({ port, inferencePort, adminToken: ADMIN_TOKEN, persistTo: STATE_DIR });
+    stack = await startLocalStack({ port, inferencePort, adminToken: ADMIN_TOKEN, persistTo: STATE_DIR, log: stackLogOf('browser') });
     browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
 

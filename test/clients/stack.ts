@@ -5,6 +5,7 @@ import path from 'node:path';
 import { adminRequest, type AdminConfig } from '../../scripts/lib/admin-client.ts';
 import { insertForm, waitForInsert, type AuthHeader } from '../../scripts/lib/api-client.ts';
 import { startLocalStack, type LocalStack } from '../../scripts/lib/local-stack.ts';
+import { stackLogOf } from '../support/test-log.ts';
 import { ROOT } from '../../scripts/lib/wrangler-env.ts';
 import { startFixtureServer } from '@edge-image-search/devtools/fixture-server';
 import { freePort } from '@edge-image-search/devtools/free-port';
@@ -71,6 +72,7 @@ export async function startClientStack(): Promise<ClientStack> {
       adminToken: ADMIN_TOKEN,
       persistTo: STATE_DIR,
       vars: { INFERENCE_URL: inference.url },
+      log: stackLogOf('clients'),
     });
     started.push({ stop: async () => stack.stop() });
 
