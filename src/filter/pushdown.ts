@@ -5,7 +5,8 @@ import type { Condition, Filter } from './types';
  * The part of a filter Vectorize can apply itself (its metadata filter is an AND of per-field operators):
  * a string value → `$eq`, several string values → `$in`, an exact number → `$eq`, a range → `$gte` + `$lte`.
  * Text conditions never go down. Conditions are pushed in order while the JSON filter stays within Vectorize's
- * 2048-byte limit; one that would overflow it stays behind.
+ * 2048-byte limit, measured as the index receives it (its keys, and the conditions the query adds beside them); one
+ * that would overflow it stays behind.
  *
  * `vectorFilter` holds for every image the filter matches (given the vectors carry the same metadata values), and
  * `matches(filter, m)` equals `vectorFilter(m) && matches(residual, m)`.
@@ -32,16 +33,25 @@ const vectorCondition = (condition: Condition): IndexCondition | undefined => {
 
 const byteLength = (text: string): number => new TextEncoder().encode(text).byteLength;
 
-export function pushDown(filter: Filter): PushDown {
+export type PushDownOptions = {
+  /** The index's key of a field (its vector metadata key); the field's name by default. */
+  keyOf?: (field: string) => string;
+  /** What the query filters on beside the pushed conditions (an object type): it counts toward the limit. */
+  alongside?: Readonly<Record<string, unknown>>;
+};
+
+export function pushDown(filter: Filter, options: PushDownOptions = {}): PushDown {
+  const keyOf = options.keyOf ?? ((field: string) => field);
+  const alongside = Object.entries(options.alongside ?? {});
   // Entries, made into an object at the end: a field may be named `__proto__`, which an assignment would not add.
   const pushedSoFar: [string, IndexCondition][] = [];
   const residual: Condition[] = [];
   for (const condition of filter.conditions) {
     const pushed = vectorCondition(condition);
     if (pushed !== undefined) {
-      const candidate: [string, IndexCondition][] = [...pushedSoFar, [condition.field, pushed]];
-      if (byteLength(JSON.stringify(Object.fromEntries(candidate))) <= VECTORIZE_LIMITS.maxFilterBytes) {
-        pushedSoFar.push([condition.field, pushed]);
+      const entry: [string, IndexCondition] = [keyOf(condition.field), pushed];
+      if (byteLength(JSON.stringify(Object.fromEntries([...alongside, ...pushedSoFar, entry]))) <= VECTORIZE_LIMITS.maxFilterBytes) {
+        pushedSoFar.push(entry);
         continue;
       }
     }

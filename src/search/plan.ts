@@ -86,14 +86,13 @@ const indexKind = (condition: Condition): MetadataIndexKind | undefined =>
  * index of the condition's kind, carried by every vector), so that a filtered query still fills its depth with
  * matching images; the one place that decides what is pushed down. Every filter is checked exactly again after the query.
  */
-export function indexFilter(filter: Filter, indexes: MetadataIndexes, carriedFields: ReadonlySet<string>): IndexFilter | undefined {
+export function indexFilter(filter: Filter, indexes: MetadataIndexes, carriedFields: ReadonlySet<string>, objectType?: string): IndexFilter | undefined {
   const conditions = filter.conditions.filter((condition) => {
     const kind = indexKind(condition);
     return kind !== undefined && carriedFields.has(condition.field) && canPushDown(indexes, condition.field, kind);
   });
-  const pushed = pushDown({ conditions, ignoredFields: [] }).vectorFilter;
-  if (!pushed) return undefined;
-  return Object.fromEntries(Object.entries(pushed).map(([field, condition]) => [vectorMetadataKey(field)!, condition]));
+  const alongside = objectType === undefined ? undefined : { [OBJECT_TYPE_KEY]: objectType };
+  return pushDown({ conditions, ignoredFields: [] }, { keyOf: (field) => vectorMetadataKey(field)!, ...(alongside && { alongside }) }).vectorFilter;
 }
 
 function indexQueries(request: SearchRequest, pushed: IndexFilter | undefined): IndexQuery[] {
@@ -138,7 +137,7 @@ export function planSearch(request: SearchRequest, options: SearchOptions, facts
     embedModel: request.embedModel,
     vector: request.vector,
     depth: Math.min(MAX_RESULTS + excludeIds.length, facts.maxTopK),
-    queries: indexQueries(request, indexFilter(options.filter, facts.metadataIndexes, options.carriedFields)),
+    queries: indexQueries(request, indexFilter(options.filter, facts.metadataIndexes, options.carriedFields, request.objectType)),
     excludeIds,
     readFields,
     filter: options.filter,

@@ -51,4 +51,37 @@ describe('VECTOR_METADATA_INDEXES: which fields filters push down to the vector 
     // A field some vectors do not carry yet (made searchable after they were written) is left to the exact check.
     expect(indexFilter(filter('brand:nike', 'price:5'), parseMetadataIndexes('*'), new Set(['price']))).toEqual({ m_price: { $eq: 5 } });
   });
+
+  it("keeps the pushed filter within Vectorize's 2048 bytes as the index receives it: prefixed keys, and the object type beside them", () => {
+    const schema: SchemaField[] = [
+      { name: 'brand', type: 'string', searchable: true },
+      { name: 'maker', type: 'string', searchable: true },
+    ];
+    const bytes = (value: unknown) => new TextEncoder().encode(JSON.stringify(value)).byteLength;
+    const names = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => `${prefix}${String(i).padStart(4, '0')}`);
+    const brands = names('b', 200);
+    // Makers, the last one padded so that both fields together take exactly 2048 bytes under their own names.
+    const makers = names('m', 20);
+    const plain = () => ({ brand: { $in: brands }, maker: { $in: makers } });
+    while (bytes(plain()) < 2048) makers[makers.length - 1] += 'x';
+    expect(bytes(plain())).toBe(2048);
+    const fq = [`brand:${brands.join(' OR ')}`, `maker:${makers.join(' OR ')}`];
+    const parsed = parseFilters(fq, schema, { textDefaultOperator: 'AND' });
+    const carried = new Set(['brand', 'maker']);
+    const all = parseMetadataIndexes('*');
+    // As the index receives it (m_brand, m_maker) it would take 2052 bytes: the second field is left to the exact check.
+    const pushed = indexFilter(parsed, all, carried);
+    expect(pushed).toEqual({ m_brand: { $in: brands } });
+    // An object query adds its type beside the pushed fields, and what is pushed still fits with it.
+    const withType = indexFilter(parseFilters([fq[0]!], schema, { textDefaultOperator: 'AND' }), all, carried, 'Indian Ethnic Wear');
+    expect(bytes({ ...withType, type: 'Indian Ethnic Wear' })).toBeLessThanOrEqual(2048);
+    // Both fields, 2040 bytes as the index receives them: an image query pushes both, an object query only what fits
+    // beside its type.
+    makers.splice(0, makers.length, ...names('m', 20));
+    const prefixed = () => ({ m_brand: { $in: brands }, m_maker: { $in: makers } });
+    while (bytes(prefixed()) < 2040) makers[makers.length - 1] += 'x';
+    const both = parseFilters([`brand:${brands.join(' OR ')}`, `maker:${makers.join(' OR ')}`], schema, { textDefaultOperator: 'AND' });
+    expect(indexFilter(both, all, carried)).toEqual(prefixed());
+    expect(indexFilter(both, all, carried, 'Indian Ethnic Wear')).toEqual({ m_brand: { $in: brands } });
+  });
 });
