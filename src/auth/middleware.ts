@@ -1,18 +1,21 @@
+import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../env';
 import { ApiError } from '../http/envelope';
 import { GENERAL } from '../http/messages';
-import { findAppByAccessKey, findAppByAppKeyHash, type AppRecord, type StoredField } from '../storage/apps';
+import { findAppByAccessKey, findAppByAppKeyHash, getSchema, type AppRecord, type StoredField } from '../storage/apps';
 import { digestsEqual, hashKey } from './keys';
 
-/** What authenticate sets besides the body's part of `params`: the calling application, and its schema when read now. */
+/** What authenticate sets besides the body's part of `params`: the calling application and its schema. */
 export type AuthVariables = {
   app: AppRecord;
   /**
-   * The application's schema as stored, when this request read the application from D1 (not the isolate's copy):
-   * a write checks against it instead of reading it again (one round trip less on `/insert`).
+   * The calling application's schema as found with it: the isolate's copy, up to APP_CACHE_TTL_MS old, which the
+   * searches read; writes read it as stored (storedSchema).
    */
-  storedSchema: StoredField[] | undefined;
+  schema: StoredField[];
+  /** Whether this request read the application from D1 rather than the isolate's copy: `schema` is then as stored. */
+  schemaReadNow: boolean;
 };
 
 declare module 'hono' {
@@ -59,7 +62,8 @@ export const authenticate = (options: { allowAppKey: boolean }) =>
       const presented = await hashKey(credentials.secretKey);
       if (!found || !digestsEqual(presented, found.secretKeyHash)) throw invalidKeys();
       c.set('app', found.app);
-      c.set('storedSchema', found.readNow ? found.schema : undefined);
+      c.set('schema', found.schema);
+      c.set('schemaReadNow', found.readNow === true);
       c.set('params', await c.var.params.withBody(request, { maxBytes }));
       return next();
     }
@@ -74,7 +78,15 @@ export const authenticate = (options: { allowAppKey: boolean }) =>
     const found = await findAppByAppKeyHash(c.env, await hashKey(appKey));
     if (!found) throw invalidKeys();
     c.set('app', found.app);
-    c.set('storedSchema', found.readNow ? found.schema : undefined);
+    c.set('schema', found.schema);
+    c.set('schemaReadNow', found.readNow === true);
     if (inQuery) c.set('params', await params.withBody(request, { maxBytes }));
     return next();
   });
+
+/**
+ * The calling application's schema as stored, for a write: the one authentication just read, else read now (one round
+ * trip less on `/insert` when the isolate's copy had expired).
+ */
+export const storedSchema = async (c: Context<AppEnv>): Promise<StoredField[]> =>
+  c.var.schemaReadNow ? c.var.schema : getSchema(c.env.DB, c.var.app.id);

@@ -1,4 +1,5 @@
 import type { Handler } from 'hono';
+import { storedSchema } from '../auth/middleware';
 import type { AppEnv } from '../env';
 import type { FailureFields } from '../http/middleware';
 import { ok } from '../http/middleware';
@@ -7,7 +8,6 @@ import type { RequestParams } from '../http/params';
 import { route } from '../http/route';
 import * as responses from '../openapi/responses';
 import { fetchableFields, toValueMap } from '../search/value-map';
-import { getSchema } from '../storage/apps';
 import { listImages } from '../storage/images';
 
 /** A catalog is paged through to its end, however large: no cap on `page` but what an offset can hold. */
@@ -39,7 +39,7 @@ const emptyPage: FailureFields = (params, reqid) => {
 const listCatalog: Handler<AppEnv> = async (c) => {
   const { app, params } = c.var;
   const paging = readPaging(params);
-  const schema = c.var.storedSchema ?? (await getSchema(c.env.DB, app.id));
+  const schema = await storedSchema(c);
   const fields = fetchableFields(schema);
   const { total, images } = await listImages(c.env.DB, app.id, paging, fields);
   const result = images.map(({ im_name, metadata }) => {

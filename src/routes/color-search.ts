@@ -9,7 +9,6 @@ import { readSearchOptions } from '../search/options';
 import { emptySearchPage, PAGING } from '../search/paging';
 import { searchQuota } from '../search/quota';
 import { runSearch } from '../search/pipeline';
-import { cachedSchema } from '../storage/apps';
 
 /** Search by color (docs/api.md, GET /colorsearch): images whose palette (or a detected object's) is nearest the asked colours. */
 export const colorSearchRoutes = [
@@ -32,7 +31,7 @@ export const colorSearchRoutes = [
     async (c) => {
       const { params, app } = c.var;
       const colors = readColorQuery(params, Number(c.env.COLOR_SEARCH_MAX_COLORS));
-      const options = readSearchOptions(params, await cachedSchema(c.env, app.id), app, { limitName: 'limit', allowGroupBy: true });
+      const options = readSearchOptions(params, c.var.schema, app, { limitName: 'limit', allowGroupBy: true });
       await requireCollection(c.env.DB, app.id);
 
       const page = await runSearch(c.env, { appId: app.id, embedModel: app.embedModel, space: 'color', vector: paletteVector(colors) }, options);

@@ -1,4 +1,5 @@
 import type { Handler } from 'hono';
+import { storedSchema } from '../auth/middleware';
 import type { AppEnv } from '../env';
 import { ApiError, dataErrorEntry } from '../http/envelope';
 import { DATA_ERRORS, GENERAL } from '../http/messages';
@@ -10,7 +11,7 @@ import { INSERT_IMAGE, INSERT_LIMITS, parseInsert, resolveMetadataUpdates, type 
 import { sendInsertMessages } from '../ingest/message';
 import { discardStaged, stageUploads } from '../ingest/staged-uploads';
 import * as responses from '../openapi/responses';
-import { getSchema, type AppRecord } from '../storage/apps';
+import type { AppRecord } from '../storage/apps';
 import { existingNames, removeImages } from '../storage/images';
 import { deleteRetiredSoon } from '../storage/retired';
 import { createTransaction, deleteTransaction, getTransactionStatus, isMetadataUpdate, type InsertItem } from '../storage/transactions';
@@ -38,7 +39,7 @@ const nothingDone = () => ({ total: 0, result: [] });
 
 const insert: Handler<AppEnv> = async (c) => {
   const { app, params } = c.var;
-  const parsed = parseInsert(params, c.var.storedSchema ?? (await getSchema(c.env.DB, app.id)));
+  const parsed = parseInsert(params, await storedSchema(c));
   if (parsed.kind === 'too_many') throw ApiError.data(400, parsed.error);
 
   // Files first: an image is accepted only once its bytes are checked and kept (ingest/staged-uploads.ts).

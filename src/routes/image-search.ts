@@ -24,7 +24,6 @@ import { searchQuota } from '../search/quota';
 import { readRegion, REGION } from '../search/region';
 import { runSearch } from '../search/pipeline';
 import { embedQueryText, readQueryText, steer, STEERING_TEXT } from '../search/text-query';
-import { cachedSchema } from '../storage/apps';
 
 /**
  * What both upload searches do first: read and check the parameters, then resolve and analyse the query image (the
@@ -38,7 +37,7 @@ async function prepare(
 ) {
   const { params, app } = c.var;
   // group_by is not supported by /discoversearch, the one endpoint with points.
-  const options = readSearchOptions(params, await cachedSchema(c.env, app.id), app, {
+  const options = readSearchOptions(params, c.var.schema, app, {
     limitName: endpoint.limitName,
     allowGroupBy: !endpoint.allowPoints,
   });

@@ -3,7 +3,6 @@ import type { AppEnv } from '../env';
 import { ApiError } from '../http/envelope';
 import { SEARCH_ERRORS } from '../http/messages';
 import { ok } from '../http/middleware';
-import { readParam } from '../http/param-schema';
 import { route, type RouteDeclaration } from '../http/route';
 import * as responses from '../openapi/responses';
 import { ADVANCED } from '../search/advanced';
@@ -13,20 +12,17 @@ import { searchQuota } from '../search/quota';
 import { runSearch } from '../search/pipeline';
 import { SIMILAR_QUERY } from '../search/similar-query';
 import { fetchableFields, toValueMap } from '../search/value-map';
-import { cachedSchema } from '../storage/apps';
 import { findImageByName } from '../storage/images';
 import { isImagePending } from '../storage/transactions';
 import { imageVectors } from '../storage/vectors';
 
 /** Visually similar images to one already in the collection; the query image itself is not among the results. */
 const similar: Handler<AppEnv> = async (c) => {
-  const { params, app } = c.var;
+  const { params, app, schema } = c.var;
   const imName = params.required('im_name', new ApiError(400, SEARCH_ERRORS.imageNotFound));
-  // Both reads at once (one D1 round trip less); the parameters are still checked before the image is looked at.
-  // The query image's metadata is read only for qinfo.
-  const metadataFields = readParam(params, ADVANCED, 'qinfo') ? 'all' : [];
-  const [schema, image] = await Promise.all([cachedSchema(c.env, app.id), findImageByName(c.env.DB, app.id, imName, metadataFields)]);
   const options = readSearchOptions(params, schema, app, { limitName: 'limit', allowGroupBy: true });
+  // The query image's metadata is read only for qinfo.
+  const image = await findImageByName(c.env.DB, app.id, imName, options.qinfo ? 'all' : []);
 
   const stillProcessing = new ApiError(404, SEARCH_ERRORS.stillProcessing);
   if (!image) {

@@ -12,7 +12,6 @@ import { emptySearchPage, PAGING } from '../search/paging';
 import { searchQuota } from '../search/quota';
 import { runSearch } from '../search/pipeline';
 import { embedQueryText, MODEL_READS_NO_TEXT, readQueryText, TEXT_QUERY } from '../search/text-query';
-import { cachedSchema } from '../storage/apps';
 
 /**
  * Search by text (beyond the ViSearch API): the text's embedding by the application's model, which must read text, against
@@ -21,7 +20,7 @@ import { cachedSchema } from '../storage/apps';
 const textSearch: Handler<AppEnv> = async (c) => {
   const { params, app } = c.var;
   const text = readQueryText(params, { required: true });
-  const options = readSearchOptions(params, await cachedSchema(c.env, app.id), app, { limitName: 'limit', allowGroupBy: true });
+  const options = readSearchOptions(params, c.var.schema, app, { limitName: 'limit', allowGroupBy: true });
   await requireCollection(c.env.DB, app.id);
 
   const vector = await wrapTime(c, 'inference', embedQueryText(c.env, text, app.embedModel));

@@ -105,7 +105,7 @@ function schemaStatement(db: D1Database, column: AppKeyColumn, value: string): D
     .bind(value);
 }
 
-/** The schema as stored now, for writes and the admin API (searches read cachedSchema). */
+/** The schema as stored now, for writes and the admin API (searches read the calling application's copy). */
 export async function getSchema(db: D1Database, appId: string): Promise<StoredField[]> {
   const { results } = await schemaStatement(db, 'id', appId).all<SchemaRow>();
   return toSchema(results);
@@ -146,7 +146,7 @@ async function findCallingApp(env: AppCacheEnv, column: AppKeyColumn, value: str
   const row = apps?.results[0] as AppRow | undefined;
   if (!row) return null;
   const found = { app: toRecord(row), secretKeyHash: row.secret_key_hash, schema: toSchema((fields?.results ?? []) as SchemaRow[]) };
-  callingApps.keep([key, cacheKey('id', row.id)], row.id, found, appCacheTtlMs(env), mark);
+  callingApps.keep([key], row.id, found, appCacheTtlMs(env), mark);
   return { ...found, readNow: true };
 }
 
@@ -157,14 +157,6 @@ export const findAppByAccessKey = (env: AppCacheEnv, accessKey: string): Promise
 /** The application whose app key has this digest. */
 export const findAppByAppKeyHash = (env: AppCacheEnv, appKeyHash: string): Promise<CallingApp | null> =>
   findCallingApp(env, 'app_key_hash', appKeyHash);
-
-/**
- * The schema a search reads: the isolate's copy, up to APP_CACHE_TTL_MS old (it came with the application when the
- * request found it). Writes read it fresh (getSchema).
- */
-export async function cachedSchema(env: AppCacheEnv, appId: string): Promise<StoredField[]> {
-  return (await findCallingApp(env, 'id', appId))?.schema ?? [];
-}
 
 /** The application changed (keys, settings, schema, model): this isolate forgets it at once, others within the TTL. */
 export const forgetApp = (appId: string): void => callingApps.forget(appId);
