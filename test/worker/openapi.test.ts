@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { app } from '../../src/app';
 import * as responses from '../../src/openapi/responses';
-import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, type Credentials } from './helpers';
+import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, waitForTransaction, type Credentials } from './helpers';
 
 type Schema = {
   type?: string;
@@ -129,6 +129,8 @@ describe('OpenAPI document and reference page', () => {
     // A transaction of its own, so that the image searched is never being replaced.
     const inserted = await insert(stocked, [{ im_name: 'green', im_url: fixtureUrl('/palette/00ff00:100') }]);
     const { trans_id: transId } = await inserted.json<{ trans_id: number }>();
+    // Searchable before the tests run: `/search` of red answers green (a test reads its first result).
+    await waitForTransaction(stocked, transId);
     const hen = fixtureUrl('/images/animals_birds_hen.png');
     bases = {
       search: { app: stocked, path: '/search', params: { im_name: 'red' } },
