@@ -128,8 +128,26 @@ export function predictForm(image: Uint8Array, tasks: readonly Task[], options: 
   return form;
 }
 
-/** The longest text `/predict` embeds, in UTF-16 code units: the tokenizer keeps what fits the model's length anyway. */
+/** The longest text `/predict` embeds, in characters: the tokenizer keeps what fits the model's length anyway. */
 export const MAX_TEXT_LENGTH = 1000;
+
+/**
+ * A text's length in characters (Unicode code points), as the API's length limits count it: an emoji is one, where
+ * JavaScript's `length` counts two UTF-16 units.
+ */
+export function characterLength(text: string): number {
+  let count = 0;
+  for (let at = 0; at < text.length; at++) {
+    const unit = text.charCodeAt(at);
+    // A high surrogate followed by a low one is one character.
+    if (unit >= 0xd800 && unit <= 0xdbff && at + 1 < text.length) {
+      const next = text.charCodeAt(at + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) at++;
+    }
+    count++;
+  }
+  return count;
+}
 
 /** A text's form, as the Worker sends it: `tasks=embed` and the embedder. */
 export function textForm(text: string, options: Pick<PredictOptions, 'embedModel'> = {}): FormData {
@@ -215,7 +233,11 @@ export type PredictRequest =
 export const predictFormSchema = z
   .object({
     image: z.instanceof(File, { error: 'The form field "image" must be a file.' }).optional(),
-    text: z.string({ error: TEXT_FORMAT }).min(1, { error: TEXT_FORMAT }).max(MAX_TEXT_LENGTH, { error: TEXT_FORMAT }).optional(),
+    text: z
+      .string({ error: TEXT_FORMAT })
+      .min(1, { error: TEXT_FORMAT })
+      .refine((text) => characterLength(text) <= MAX_TEXT_LENGTH, { error: TEXT_FORMAT })
+      .optional(),
     tasks: tasksField,
     box: boxField.optional(),
     detections: detectionsField.optional(),

@@ -52,7 +52,7 @@ function parseBasic(header: string): { accessKey: string; secretKey: string } | 
 export const authenticate = (options: { allowAppKey: boolean }) =>
   createMiddleware<AppEnv>(async (c, next) => {
     const request = c.req.raw;
-    const maxBytes = c.var.maxBodyBytes;
+    const { maxBytes, budget, isFile } = c.var.bodyLimits;
     const header = c.req.header('authorization');
     if (header) {
       const credentials = parseBasic(header);
@@ -64,14 +64,14 @@ export const authenticate = (options: { allowAppKey: boolean }) =>
       c.set('app', found.app);
       c.set('schema', found.schema);
       c.set('schemaReadNow', found.readNow === true);
-      c.set('params', await c.var.params.withBody(request, { maxBytes }));
+      c.set('params', await c.var.params.withBody(request, { maxBytes, budget: budget(), isFile }));
       return next();
     }
     if (!options.allowAppKey) throw unauthorized();
 
     let params = c.var.params;
     const inQuery = params.has(APP_KEY_PARAMETER);
-    if (!inQuery) params = await params.withBody(request, { maxBytes, unauthenticated: true });
+    if (!inQuery) params = await params.withBody(request, { maxBytes, budget: budget(), isFile, unauthenticated: true });
     c.set('params', params);
     const appKey = params.string(APP_KEY_PARAMETER);
     if (appKey === undefined) throw unauthorized();
@@ -80,7 +80,7 @@ export const authenticate = (options: { allowAppKey: boolean }) =>
     c.set('app', found.app);
     c.set('schema', found.schema);
     c.set('schemaReadNow', found.readNow === true);
-    if (inQuery) c.set('params', await params.withBody(request, { maxBytes }));
+    if (inQuery) c.set('params', await params.withBody(request, { maxBytes, budget: budget(), isFile }));
     return next();
   });
 

@@ -4,26 +4,35 @@ export class BodyTooLarge extends Error {
 }
 
 /**
- * The whole body of a request or response, refused with BodyTooLarge before a byte of it is read when its
- * `content-length` says more than `maxBytes`, and as soon as more than `maxBytes` have come whatever it said (the
- * stream is cancelled then). A stream that fails is the caller's to answer, as is BodyTooLarge.
+ * The chunks of a request's or response's body as they come, refused with BodyTooLarge before a byte of it is read
+ * when its `content-length` says more than `maxBytes`, and as soon as more than `maxBytes` have come whatever it said.
+ * The stream is cancelled whenever the reading stops early (too large, or the caller's own refusal). A stream that
+ * fails is the caller's to answer, as is BodyTooLarge.
  */
-export async function readCapped(message: Request | Response, maxBytes: number): Promise<Uint8Array> {
+export async function* cappedChunks(message: Request | Response, maxBytes: number): AsyncGenerator<Uint8Array> {
   const declared = Number(message.headers.get('content-length') ?? 0);
   if (declared > maxBytes) throw new BodyTooLarge(`${declared} bytes`);
-  if (!message.body) return new Uint8Array(0);
+  if (!message.body) return;
   const reader = message.body.getReader();
-  const chunks: Uint8Array[] = [];
   let size = 0;
-  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
-    size += chunk.value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel().catch(() => undefined);
-      throw new BodyTooLarge(`over ${maxBytes} bytes`);
+  let finished = false;
+  try {
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      size += chunk.value.byteLength;
+      if (size > maxBytes) throw new BodyTooLarge(`over ${maxBytes} bytes`);
+      yield chunk.value;
     }
-    chunks.push(chunk.value);
+    finished = true;
+  } finally {
+    if (!finished) await reader.cancel().catch(() => undefined);
   }
-  const bytes = new Uint8Array(size);
+}
+
+/** The whole body, within `maxBytes` as cappedChunks holds it. */
+export async function readCapped(message: Request | Response, maxBytes: number): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of cappedChunks(message, maxBytes)) chunks.push(chunk);
+  const bytes = new Uint8Array(chunks.reduce((size, chunk) => size + chunk.byteLength, 0));
   let offset = 0;
   for (const chunk of chunks) {
     bytes.set(chunk, offset);

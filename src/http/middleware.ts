@@ -3,7 +3,7 @@ import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
 import type { AppEnv } from '../env';
 import { ApiError, type ErrorEntry } from './envelope';
 import { GENERAL } from './messages';
-import { MAX_BODY_BYTES, RequestParams } from './params';
+import { MAX_BODY_BYTES, paramsWithin, RequestParams, type ParamBudget } from './params';
 
 /** What requestId sets: the call's id. */
 export type RequestIdVariables = { reqid: string };
@@ -16,8 +16,8 @@ export type EndpointVariables = {
   failureFields: FailureFields | undefined;
   /** Whether failures are answered with their HTTP status rather than 200 (admin API, console image). */
   httpStatuses: boolean;
-  /** The most bytes this endpoint's body may have. */
-  maxBodyBytes: number;
+  /** What this endpoint's body may hold: its bytes, a budget of its parameters made per request, its file parameters. */
+  bodyLimits: { maxBytes: number; budget: () => ParamBudget; isFile: (name: string) => boolean };
   /** The query's parameters; authenticate adds the body's. */
   params: RequestParams;
 };
@@ -69,6 +69,10 @@ export type FailureFields = (params: RequestParams | undefined, reqid: string) =
 export type EndpointOptions = {
   /** MAX_BODY_BYTES unless the endpoint needs more. */
   maxBodyBytes?: number;
+  /** paramsWithin unless the endpoint counts its parameters otherwise (the data endpoints' indexed images). */
+  paramBudget?: () => ParamBudget;
+  /** The parameters read as files whatever their part's headers say; none unless the endpoint takes files. */
+  isFile?: (name: string) => boolean;
   failureFields?: FailureFields;
   /**
    * Failures answered with their HTTP status (the admin API, the console's image bytes); the API endpoints answer
@@ -86,7 +90,11 @@ export const endpoint = (method: string, options: EndpointOptions = {}) =>
     c.set('method', method);
     c.set('failureFields', options.failureFields);
     c.set('httpStatuses', options.httpStatuses ?? false);
-    c.set('maxBodyBytes', options.maxBodyBytes ?? MAX_BODY_BYTES);
+    c.set('bodyLimits', {
+      maxBytes: options.maxBodyBytes ?? MAX_BODY_BYTES,
+      budget: options.paramBudget ?? paramsWithin,
+      isFile: options.isFile ?? (() => false),
+    });
     c.set('params', RequestParams.fromQuery(c.req.raw));
     await next();
   });

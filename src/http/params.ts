@@ -1,13 +1,41 @@
-import { BodyTooLarge, readCapped } from './capped-body';
+import { BodyTooLarge, cappedChunks } from './capped-body';
 import { ApiError, invalidParameter } from './envelope';
+import { MalformedForm, multipartBoundary, readMultipart, readUrlencoded, type FormReading, type FormValue } from './form-body';
 
-type ParamValue = string | File;
+/** An image sent as a file is at most 10 MB, to every endpoint (docs/api.md, Limits). */
+export const MAX_FILE_BYTES = 10 * 1024 * 1024;
+
+/** The most bytes a request body may have: a 10 MB image and 1 MB more for its multipart framing and the other parameters. */
+export const MAX_BODY_BYTES = MAX_FILE_BYTES + 1024 * 1024;
 
 /**
- * The most bytes a request body may have: a query image is at most 10 MB (docs/api.md, Limits) and 1 MB more leaves room for its
- * multipart framing and the other parameters.
+ * What a request's parameters may be, checked as its body streams, before any value past it is kept
+ * (docs/decisions.md, "Bounded parsing"). Made afresh for each request: it counts.
  */
-export const MAX_BODY_BYTES = 11 * 1024 * 1024;
+export interface ParamBudget {
+  /** Each parameter's name as it comes, the query string's first; throws an ApiError to refuse the call there. */
+  admit(name: string): void;
+  /** The most bytes one text parameter may take as sent, name and value. */
+  readonly maxTextBytes: number;
+  textTooLong(name: string): ApiError;
+}
+
+/** At most `max` parameters, of any length the body cap allows. */
+export function countedParams(max: number, tooMany: () => ApiError): ParamBudget {
+  let count = 0;
+  return {
+    admit: () => {
+      if (++count > max) throw tooMany();
+    },
+    maxTextBytes: Number.POSITIVE_INFINITY,
+    textTooLong: (name) => invalidParameter(`${name} is too long.`),
+  };
+}
+
+/** Parameters a search or any other endpoint but the data ones may have: they take a few dozen. */
+export const MAX_PARAMS = 1000;
+
+export const paramsWithin = (): ParamBudget => countedParams(MAX_PARAMS, () => invalidParameter(`A request may have at most ${MAX_PARAMS} parameters.`));
 
 /**
  * What a body may hold when it must be read to find its credentials: an app key in a form field, which the
@@ -15,9 +43,15 @@ export const MAX_BODY_BYTES = 11 * 1024 * 1024;
  * before any body is read (auth/middleware.ts); only this case reads one first, and parsing it stays cheap: an
  * urlencoded body of search parameters is small, and a multipart one has few parts, whatever its image weighs.
  */
-export const UNAUTHENTICATED_BODY = { maxUrlencodedBytes: 64 * 1024, maxParts: 256 } as const;
+export const UNAUTHENTICATED_BODY = { maxUrlencodedBytes: 64 * 1024, maxParams: 256 } as const;
 
-export type BodyLimits = { maxBytes: number; unauthenticated?: boolean };
+const unauthenticatedBudget = (): ParamBudget =>
+  countedParams(UNAUTHENTICATED_BODY.maxParams, () =>
+    invalidParameter(`A request without credentials in a header or the query string may send at most ${UNAUTHENTICATED_BODY.maxParams} parameters.`),
+  );
+
+/** `isFile`: the endpoint's file parameters, read as files whatever their part's headers say. */
+export type BodyLimits = { maxBytes: number; budget: ParamBudget; isFile: (name: string) => boolean; unauthenticated?: boolean };
 
 const FORM_TYPES = ['multipart/form-data', 'application/x-www-form-urlencoded'];
 
@@ -33,53 +67,42 @@ function bodyCap(form: string, { maxBytes, unauthenticated }: BodyLimits): BodyC
   return { maxBytes, tooLarge: () => new ApiError(413, `The request body exceeds the ${Math.floor(maxBytes / (1024 * 1024))}MB limit.`) };
 }
 
-function addTo(values: Map<string, ParamValue[]>, name: string, value: ParamValue): void {
+function addTo(values: Map<string, FormValue[]>, name: string, value: FormValue): void {
   const list = values.get(name);
   if (list) list.push(value);
   else values.set(name, [value]);
 }
 
-/** How many parts a multipart body has, counted by its delimiters without parsing it. */
-function partCount(bytes: Uint8Array, type: string): number {
-  const boundary = /boundary="?([^";]+)"?/i.exec(type)?.[1];
-  if (!boundary) return 0;
-  const delimiter = new TextEncoder().encode(`--${boundary}`);
-  let count = 0;
-  for (let at = bytes.indexOf(delimiter[0]!); at >= 0 && at + delimiter.length <= bytes.length; at = bytes.indexOf(delimiter[0]!, at + 1)) {
-    let matched = 1;
-    while (matched < delimiter.length && bytes[at + matched] === delimiter[matched]) matched++;
-    if (matched === delimiter.length) {
-      count++;
-      at += delimiter.length - 1;
-    }
-  }
-  // The last delimiter closes the body.
-  return Math.max(0, count - 1);
-}
-
-/**
- * Parsed as the query string is: workerd's formData() drops the `%` of a malformed escape that URLSearchParams keeps.
- * The `&` keeps a leading `?`, which the constructor would strip from a string but the form parser does not.
- */
-const urlencodedForm = (body: Uint8Array): URLSearchParams => new URLSearchParams(`&${new TextDecoder().decode(body)}`);
-
-async function multipartForm(body: Uint8Array, type: string): Promise<FormData> {
+/** A form body's parameters added to `values` as they stream, within the cap and the budget. */
+async function readForm(request: Request, form: string, limits: BodyLimits, values: Map<string, FormValue[]>, budget: ParamBudget): Promise<void> {
+  const cap = bodyCap(form, limits);
+  const reading: FormReading = {
+    admit: (name) => budget.admit(name),
+    maxTextBytes: budget.maxTextBytes,
+    textTooLong: (name) => budget.textTooLong(name),
+    isFile: limits.isFile,
+    maxFileBytes: MAX_FILE_BYTES,
+  };
+  const add = (name: string, value: FormValue): void => addTo(values, name, value);
+  // Media types are case-insensitive (RFC 9110); the boundary parameter is not, so the header is read as is.
+  const boundary = form === 'multipart/form-data' ? multipartBoundary(request.headers.get('content-type') ?? '') : undefined;
   try {
-    return await new Response(body, { headers: { 'content-type': type } }).formData();
-  } catch {
-    throw invalidParameter('The request body could not be parsed as form data.');
-  }
-}
-
-/** The whole body, refused when its `content-length` says too much, or as soon as too much has come. */
-async function readBody(request: Request, cap: BodyCap): Promise<Uint8Array> {
-  try {
-    return await readCapped(request, cap.maxBytes);
+    if (form === 'multipart/form-data') {
+      if (!boundary) throw new MalformedForm('no boundary');
+      await readMultipart(cappedChunks(request, cap.maxBytes), boundary, reading, add);
+    } else await readUrlencoded(cappedChunks(request, cap.maxBytes), reading, add);
   } catch (error) {
+    if (error instanceof ApiError) throw error;
     if (error instanceof BodyTooLarge) throw cap.tooLarge();
+    if (error instanceof MalformedForm) throw invalidParameter('The request body could not be parsed as form data.');
     throw invalidParameter('The request body could not be read.');
   }
 }
+
+/** A text parameter sent as a file part is refused rather than read as absent (docs/decisions.md, "Bounded parsing"). */
+const notText = (name: string): never => {
+  throw invalidParameter(`${name} must be text, not a file.`);
+};
 
 /**
  * A request's parameters, read from the query string and from an urlencoded or multipart body alike, merged,
@@ -87,37 +110,31 @@ async function readBody(request: Request, cap: BodyCap): Promise<Uint8Array> {
  * param-schema.ts). The query string is read first, the body once the credentials allow (auth/middleware.ts).
  */
 export class RequestParams {
-  readonly #values: Map<string, ParamValue[]>;
+  readonly #values: Map<string, FormValue[]>;
 
-  private constructor(values: Map<string, ParamValue[]>) {
+  private constructor(values: Map<string, FormValue[]>) {
     this.#values = values;
   }
 
   /** The query string's parameters: what can be read before the body. */
   static fromQuery(request: Request): RequestParams {
-    const values = new Map<string, ParamValue[]>();
+    const values = new Map<string, FormValue[]>();
     for (const [name, value] of new URL(request.url).searchParams) addTo(values, name, value);
     return new RequestParams(values);
   }
 
   /**
-   * These parameters and those of an urlencoded or multipart body, after them. Bodies of other types are never read;
-   * one longer than `maxBytes` is refused, and an unauthenticated one past UNAUTHENTICATED_BODY too.
+   * These parameters and those of an urlencoded or multipart body, after them, read as the body streams and counted
+   * by the limits' budget (the query string's first, body or none). Bodies of other types are never read; one longer than
+   * `maxBytes` is refused, and an unauthenticated one past UNAUTHENTICATED_BODY too.
    */
   async withBody(request: Request, limits: BodyLimits): Promise<RequestParams> {
     const values = new Map([...this.#values].map(([name, list]) => [name, [...list]]));
-    // Media types are case-insensitive (RFC 9110); the boundary parameter is not, so the header is passed on as is.
+    const budget = limits.unauthenticated ? unauthenticatedBudget() : limits.budget;
+    for (const [name, list] of this.#values) list.forEach(() => budget.admit(name));
     const type = request.headers.get('content-type') ?? '';
     const form = FORM_TYPES.find((candidate) => type.toLowerCase().startsWith(candidate));
-    if (!request.body || !form) return new RequestParams(values);
-
-    const body = await readBody(request, bodyCap(form, limits));
-    if (limits.unauthenticated && form === 'multipart/form-data' && partCount(body, type) > UNAUTHENTICATED_BODY.maxParts) {
-      throw invalidParameter(`A request without credentials in a header or the query string may send at most ${UNAUTHENTICATED_BODY.maxParts} form parts.`);
-    }
-    for (const [name, value] of form === 'multipart/form-data' ? await multipartForm(body, type) : urlencodedForm(body)) {
-      addTo(values, name, value);
-    }
+    if (request.body && form) await readForm(request, form, limits, values, budget);
     return new RequestParams(values);
   }
 
@@ -129,24 +146,25 @@ export class RequestParams {
     return this.#values.has(name);
   }
 
-  /** Every text value of a parameter; uploaded files are not text. */
+  /** Every value of a text parameter; one sent as a file is refused (notText). */
   strings(name: string): string[] {
-    return (this.#values.get(name) ?? []).filter((value): value is string => typeof value === 'string');
+    return (this.#values.get(name) ?? []).map((value) => (typeof value === 'string' ? value : notText(name)));
   }
 
   /** The value of a parameter that may be given once: a second value is an error, whichever one was meant. */
-  #single(name: string): ParamValue | undefined {
+  #single(name: string): FormValue | undefined {
     const values = this.#values.get(name) ?? [];
     if (values.length > 1) throw invalidParameter(`${name} must be given only once.`);
     return values[0];
   }
 
-  /** The text value, or undefined when the parameter is absent (or is a file). */
+  /** The text value, or undefined when the parameter is absent; one sent as a file is refused (notText). */
   string(name: string): string | undefined {
     const value = this.#single(name);
-    return typeof value === 'string' ? value : undefined;
+    return value === undefined || typeof value === 'string' ? value : notText(name);
   }
 
+  /** The file, or undefined when the parameter is absent or sent as text. */
   file(name: string): File | undefined {
     const value = this.#single(name);
     return typeof value === 'string' ? undefined : value;

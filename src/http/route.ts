@@ -1,12 +1,14 @@
 import type { Hono, MiddlewareHandler } from 'hono';
 import type { H } from 'hono/types';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { requireAdmin } from '../auth/admin';
 import { authenticate } from '../auth/middleware';
 import type { AppEnv } from '../env';
+import { splitIndexed } from './indexed-params';
 import { endpoint, type FailureFields } from './middleware';
+import type { ParamBudget } from './params';
 import { readNear } from './round-trips';
-import type { ParamShape } from './param-schema';
+import { valueSchema, type ParamShape } from './param-schema';
 
 /**
  * One declaration per route: the routing, the middleware that names the endpoint and reads its parameters and
@@ -27,6 +29,8 @@ type RouteFields = {
   body?: { media: string[]; schema: z.ZodObject } | { media: string[]; indexed: z.ZodObject };
   /** MAX_BODY_BYTES unless the endpoint needs more. */
   maxBodyBytes?: number;
+  /** How the body's parameters are counted as it streams: paramsWithin (http/params.ts) unless the endpoint says. */
+  paramBudget?: () => ParamBudget;
   /** The success status and body; JSON unless `media` says otherwise. */
   success: { status: 200 | 201 | 202 | 302; schema?: z.ZodType; media?: string; description: string };
   /**
@@ -63,12 +67,26 @@ export const httpErrors = (...statuses: number[]) => ({ statuses: [400, 401, ...
 /** Hono's form of an OpenAPI path. */
 const honoPath = (path: string): string => path.replace(/\{(\w+)\}/g, ':$1');
 
-/** What runs before the handlers: the endpoint's name, body limit and failure envelope, then the credentials check. */
+/** The body's file parameters, from its schema: a name (`image`), or any index of a key (`image[i]`) for an indexed body. */
+function fileParams(body: RouteFields['body']): (name: string) => boolean {
+  if (!body) return () => false;
+  const shape = 'indexed' in body ? body.indexed.shape : body.schema.shape;
+  const files = new Set(Object.keys(shape).filter((name) => valueSchema(shape[name] as z.ZodType) instanceof z.ZodFile));
+  if (!('indexed' in body)) return (name) => files.has(name);
+  return (name) => {
+    const split = splitIndexed(name);
+    return split?.index !== undefined && files.has(split.key);
+  };
+}
+
+/** What runs before the handlers: the endpoint's name, body limits and failure envelope, then the credentials check. */
 function accessMiddleware(route: RouteDeclaration): MiddlewareHandler<AppEnv>[] {
   if (route.auth === 'none') return [];
-  const { failure, maxBodyBytes } = route;
+  const { failure, maxBodyBytes, paramBudget } = route;
   const named = endpoint(route.endpoint, {
     ...(maxBodyBytes === undefined ? {} : { maxBodyBytes }),
+    ...(paramBudget === undefined ? {} : { paramBudget }),
+    isFile: fileParams(route.body),
     ...('envelope' in failure ? { failureFields: failure.fields } : { httpStatuses: true }),
   });
   if (route.auth === 'admin') return [named, requireAdmin];

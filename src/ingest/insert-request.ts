@@ -2,22 +2,14 @@ import { z } from 'zod';
 import { dataErrorEntry, type DataErrorEntry } from '../http/envelope';
 import { DATA_ERRORS, lengthExceeded, wrongDataType, type DataError } from '../http/messages';
 import { file } from '../http/param-schema';
-import type { RequestParams } from '../http/params';
+import { MAX_FILE_BYTES, type RequestParams } from '../http/params';
 import type { SchemaField } from '../storage/apps';
-import { MAX_IM_NAME_LENGTH } from '../storage/image-name';
 import { oversizedVectorField } from '../storage/vectors';
 import type { ImageMetadata } from '../storage/metadata';
 import { isMetadataUpdate, type InsertItem } from '../storage/transactions';
-import { indexedFiles, indexedParams } from './data-params';
+import { characterLength } from '@edge-image-search/contract/wire';
+import { indexedParams, INSERT_LIMITS, type IndexedImage } from './data-params';
 import { DECIMAL_TEXT, INTEGER_TEXT } from '../number-text';
-
-/** docs/api.md, Limits. */
-export const INSERT_LIMITS = {
-  maxImages: 100,
-  maxKeysPerImage: 32,
-  maxNameLength: MAX_IM_NAME_LENGTH,
-  maxValueLength: 5000,
-} as const;
 
 const IM_NAME = /^[a-zA-Z0-9\-_.:]+$/;
 /**
@@ -41,7 +33,10 @@ export const INSERT_IMAGE = z
           'Public URL the image is downloaded from. Without it or `image`, an image already in the collection has only ' +
           'its given metadata fields changed (no download, no new embedding); an unknown name is refused with 108.',
       }),
-    image: file('The image as a file, instead of `im_url` (not both: 110); checked and stored as a downloaded one is.'),
+    image: file(
+      `The image as a file of at most ${MAX_FILE_BYTES / (1024 * 1024)} MB, instead of \`im_url\` (not both: 110); checked and stored as a ` +
+        'downloaded one is.',
+    ),
   })
   .catchall(
     z
@@ -56,17 +51,23 @@ export type IgnoredFields = { index: number; im_name: string; fields: string[] }
 export type InsertImages = { accepted: InsertItem[]; rejected: DataErrorEntry[]; ignored: IgnoredFields[] };
 
 /** `uploads`: the files of accepted images sent as `image[i]`, by index, to be staged (staged-uploads.ts). */
-export type ParsedInsert = { kind: 'too_many'; error: DataError } | ({ kind: 'images'; uploads: Map<number, File> } & InsertImages);
+export type ParsedInsert = { uploads: Map<number, File> } & InsertImages;
 
-function validateImage(fields: Map<string, string>, schema: Map<string, SchemaField>, upload: File | undefined): DataError | null {
+/** The file keys of an image: `image[i]` is read as a file whatever its part's headers say. */
+const FILE_KEYS = new Set(['image']);
+
+function validateImage({ fields, files }: IndexedImage, schema: Map<string, SchemaField>): DataError | null {
   const imName = fields.get('im_name');
-  if (fields.size > INSERT_LIMITS.maxKeysPerImage) return DATA_ERRORS.tooManyParameters;
+  const upload = files.get('image');
+  if (fields.size + files.size > INSERT_LIMITS.maxKeysPerImage) return DATA_ERRORS.tooManyParameters;
   if (imName === undefined || imName === '') return DATA_ERRORS.invalidImName;
-  if (imName.length > INSERT_LIMITS.maxNameLength) return lengthExceeded('im_name');
+  if (characterLength(imName) > INSERT_LIMITS.maxNameLength) return lengthExceeded('im_name');
   if (!IM_NAME.test(imName)) return DATA_ERRORS.invalidImName;
   if (upload && fields.get('im_url')) return DATA_ERRORS.imageAndImUrl;
+  // The parser keeps a file to one byte past the limit (http/params.ts): enough to know it passed it.
+  if (upload && upload.size > MAX_FILE_BYTES) return lengthExceeded('image');
   for (const [name, value] of fields) {
-    if (value.length > INSERT_LIMITS.maxValueLength) return lengthExceeded(name);
+    if (characterLength(value) > INSERT_LIMITS.maxValueLength) return lengthExceeded(name);
     const type = schema.get(name)?.type;
     if (type === 'int' && !(INTEGER_TEXT.test(value.trim()) && Number.isSafeInteger(Number(value)))) return wrongDataType(name, type);
     if (type === 'float' && !(DECIMAL_TEXT.test(value.trim()) && Number.isFinite(Number(value)))) return wrongDataType(name, type);
@@ -95,23 +96,20 @@ function typedMetadata(fields: Map<string, string>, schema: Map<string, SchemaFi
  * vector) is refused here with 106, rather than failing in the consumer.
  */
 export function parseInsert(params: RequestParams, schema: SchemaField[]): ParsedInsert {
-  const images = indexedParams(params);
-  if (images.size > INSERT_LIMITS.maxImages) return { kind: 'too_many', error: DATA_ERRORS.batchTooLarge };
-  const files = indexedFiles(params, 'image');
+  const images = indexedParams(params, FILE_KEYS);
   const fieldsByName = new Map(schema.map((field) => [field.name, field]));
   const accepted: InsertItem[] = [];
   const rejected: DataErrorEntry[] = [];
   const ignoredFields: IgnoredFields[] = [];
   const uploads = new Map<number, File>();
-  for (const [index, fields] of images) {
-    const upload = files.get(index);
-    const error = validateImage(fields, fieldsByName, upload);
+  for (const [index, image] of images) {
+    const { fields } = image;
+    const upload = image.files.get('image');
+    const error = validateImage(image, fieldsByName);
     if (error) {
       rejected.push(dataErrorEntry(error, { index, im_name: fields.get('im_name') }));
       continue;
     }
-    // The file is the image, not a metadata field (counted among the image's keys all the same).
-    if (upload) fields.delete('image');
     const { metadata, ignored } = typedMetadata(fields, fieldsByName);
     const oversized = oversizedVectorField(metadata, schema);
     if (oversized !== undefined) {
@@ -123,7 +121,7 @@ export function parseInsert(params: RequestParams, schema: SchemaField[]): Parse
     if (upload) uploads.set(index, upload);
     if (ignored.length > 0) ignoredFields.push({ index, im_name: imName, fields: ignored });
   }
-  return { kind: 'images', accepted, rejected, ignored: ignoredFields, uploads };
+  return { accepted, rejected, ignored: ignoredFields, uploads };
 }
 
 /** Error entries in index order, as the answer lists them. */

@@ -1,13 +1,13 @@
 import type { Handler } from 'hono';
 import { storedSchema } from '../auth/middleware';
 import type { AppEnv } from '../env';
-import { ApiError, dataErrorEntry } from '../http/envelope';
+import { ApiError, dataErrorEntry, invalidParameter } from '../http/envelope';
 import { DATA_ERRORS, GENERAL } from '../http/messages';
 import { failedWith } from '../http/middleware';
 import { readParam } from '../http/param-schema';
 import { FORMS, route } from '../http/route';
-import { indexedParams, INSERT_STATUS, MAX_REMOVE_NAMES, REMOVED_IMAGE, TRANSACTION } from '../ingest/data-params';
-import { INSERT_IMAGE, INSERT_LIMITS, parseInsert, resolveMetadataUpdates, type InsertImages } from '../ingest/insert-request';
+import { dataParamBudget, indexedParams, INSERT_LIMITS, INSERT_STATUS, REMOVED_IMAGE, TRANSACTION } from '../ingest/data-params';
+import { INSERT_IMAGE, parseInsert, resolveMetadataUpdates, type InsertImages } from '../ingest/insert-request';
 import { sendInsertMessages } from '../ingest/message';
 import { discardStaged, stageUploads } from '../ingest/staged-uploads';
 import * as responses from '../openapi/responses';
@@ -40,7 +40,6 @@ const nothingDone = () => ({ total: 0, result: [] });
 const insert: Handler<AppEnv> = async (c) => {
   const { app, params } = c.var;
   const parsed = parseInsert(params, await storedSchema(c));
-  if (parsed.kind === 'too_many') throw ApiError.data(400, parsed.error);
 
   // Files first: an image is accepted only once its bytes are checked and kept (ingest/staged-uploads.ts).
   const staged = await stageUploads(c.env.BLOBS, app.id, parsed);
@@ -95,12 +94,11 @@ const insertStatus: Handler<AppEnv, '/insert/status/:trans_id'> = async (c) => {
  * is retried until it succeeds (storage/retired.ts). An insert of a name accepted before its removal is not applied.
  */
 const remove: Handler<AppEnv> = async (c) => {
-  const requested = [...indexedParams(c.var.params)].flatMap(([index, fields]) => {
+  const requested = [...indexedParams(c.var.params)].flatMap(([index, { fields }]) => {
     const imName = fields.get('im_name');
     return imName === undefined ? [] : [{ index, imName }];
   });
   if (requested.length === 0) throw new ApiError(400, 'im_name[0] is required.');
-  if (requested.length > MAX_REMOVE_NAMES) throw new ApiError(400, `At most ${MAX_REMOVE_NAMES} images can be removed per call.`);
 
   const removedNames = new Set(await removeImages(c.env.DB, c.var.app.id, requested.map((item) => item.imName)));
   await deleteRetiredSoon(c.env, c.var.app.id);
@@ -133,6 +131,7 @@ export const dataRoutes = [
         'fields changed (no download, no new embedding).',
       body: { media: FORMS, indexed: INSERT_IMAGE },
       maxBodyBytes: INSERT_MAX_BODY_BYTES,
+      paramBudget: dataParamBudget(() => ApiError.data(400, DATA_ERRORS.batchTooLarge)),
       success: { status: 200, schema: responses.insertResponse, description: '`warning` when some images were refused.' },
       failure: { envelope: responses.dataFailure, fields: nothingDone },
     },
@@ -163,9 +162,10 @@ export const dataRoutes = [
       operationId: 'remove',
       summary: 'Remove images',
       description:
-        `Names are sent as \`im_name[i]\`, at most ${MAX_REMOVE_NAMES} per call; ` +
+        `Names are sent as \`im_name[i]\`, at most ${INSERT_LIMITS.maxImages} per call; ` +
         'search stops finding them at once.',
       body: { media: FORMS, indexed: REMOVED_IMAGE },
+      paramBudget: dataParamBudget(() => invalidParameter(`At most ${INSERT_LIMITS.maxImages} images can be removed per call.`)),
       success: { status: 200, schema: responses.removeResponse, description: '`warning` when a name was not found.' },
       failure: { envelope: responses.dataFailure, fields: nothingDone },
     },

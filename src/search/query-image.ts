@@ -3,7 +3,7 @@ import type { Env } from '../env';
 import { ApiError, invalidParameter } from '../http/envelope';
 import { SEARCH_ERRORS } from '../http/messages';
 import { file, readParam, text } from '../http/param-schema';
-import type { RequestParams } from '../http/params';
+import { MAX_FILE_BYTES, type RequestParams } from '../http/params';
 import { hasSupportedDimensions, probeImage, type ImageInfo } from '../images/probe';
 import type { AppRecord } from '../storage/apps';
 import { putImageBlob, queryBlobKey } from '../storage/blobs';
@@ -12,20 +12,18 @@ import { findQueryImage, insertQueryImage, setQueryImageAnalysis } from '../stor
 import { keptAnalysisText, parseQueryAnalysis, type QueryAnalysis } from './query-analysis';
 import { countDownloadedBytes, refuseCutDownload } from './quota';
 
-/** An uploaded query image is at most 10 MB; an image URL is held to the same. */
-export const MAX_QUERY_IMAGE_BYTES = 10 * 1024 * 1024;
-
 /** Exactly one of them. */
 export const QUERY_IMAGE = {
   image: file(
-    `The query image file, at most ${MAX_QUERY_IMAGE_BYTES / (1024 * 1024)} MB (JPEG, PNG, GIF, BMP, WebP, PNM, Sun raster or TIFF, at least 100 ` +
+    `The query image file, at most ${MAX_FILE_BYTES / (1024 * 1024)} MB (JPEG, PNG, GIF, BMP, WebP, PNM, Sun raster or TIFF, at least 100 ` +
       'pixels one way, at most 40 MP).',
   ),
   im_url: text('A public URL of the query image, downloaded and searched.'),
   im_id: text('The `im_id` of an earlier `/uploadsearch`: its image is searched again without a download.'),
 };
 
-const tooLarge = (): ApiError => new ApiError(413, 'The image file exceeds the 10MB limit.');
+/** An uploaded query image is at most MAX_FILE_BYTES; an image URL is held to the same. */
+const tooLarge = (): ApiError => new ApiError(413, `The image file exceeds the ${MAX_FILE_BYTES / (1024 * 1024)}MB limit.`);
 const notFound = (): ApiError => new ApiError(404, 'Image not found with im_id.');
 
 /**
@@ -44,7 +42,7 @@ const newImId = (): string => crypto.randomUUID().replaceAll('-', '');
  * the inference service what an uploaded one does.
  */
 async function download(env: Env, app: QueryApp, url: string, bytesLeft: number): Promise<Uint8Array> {
-  const maxBytes = Math.min(MAX_QUERY_IMAGE_BYTES, bytesLeft);
+  const maxBytes = Math.min(MAX_FILE_BYTES, bytesLeft);
   let bytes: Uint8Array;
   try {
     bytes = await downloadImage(url, downloadOptions(env, maxBytes));
@@ -52,7 +50,7 @@ async function download(env: Env, app: QueryApp, url: string, bytesLeft: number)
     if (!(error instanceof DownloadError)) throw error;
     if (error.reason === 'timeout') throw new ApiError(400, SEARCH_ERRORS.downloadTimeout);
     if (error.reason === 'too_large') {
-      if (maxBytes < MAX_QUERY_IMAGE_BYTES) await refuseCutDownload(env.USAGE_COUNTER, app, maxBytes);
+      if (maxBytes < MAX_FILE_BYTES) await refuseCutDownload(env.USAGE_COUNTER, app, maxBytes);
       throw tooLarge();
     }
     if (error.reason === 'invalid_url') throw new ApiError(400, SEARCH_ERRORS.invalidImageOrUrl);
@@ -102,7 +100,7 @@ export async function resolveQueryImage(env: Env, app: QueryApp, params: Request
   let bytes: Uint8Array;
   if (url) bytes = await download(env, app, url, bytesLeft);
   else if (upload) {
-    if (upload.size > MAX_QUERY_IMAGE_BYTES) throw tooLarge();
+    if (upload.size > MAX_FILE_BYTES) throw tooLarge();
     bytes = new Uint8Array(await upload.arrayBuffer());
   } else throw new ApiError(400, SEARCH_ERRORS.invalidImageOrUrl);
 

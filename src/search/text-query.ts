@@ -5,6 +5,7 @@ import { GENERAL } from '../http/messages';
 import type { RequestParams } from '../http/params';
 import { inference } from '../ports/inference';
 import { InferenceUnavailableError, MAX_TEXT_LENGTH, ModelReadsNoTextError } from '../ports/inference/types';
+import { characterLength } from '@edge-image-search/contract/wire';
 
 /** A search by text needs an application on a model with a text tower (CLIP, SigLIP). */
 export const MODEL_READS_NO_TEXT = "The application's embedding model cannot read text: search by text needs a model with a text tower (CLIP, SigLIP).";
@@ -39,7 +40,7 @@ export function readQueryText(params: RequestParams, { required }: { required: b
     if (required) throw invalidParameter('q is required: the text to search by.');
     return undefined;
   }
-  if (text.length > MAX_TEXT_LENGTH) throw invalidParameter(`q must be at most ${MAX_TEXT_LENGTH} characters.`);
+  if (characterLength(text) > MAX_TEXT_LENGTH) throw invalidParameter(`q must be at most ${MAX_TEXT_LENGTH} characters.`);
   return text;
 }
 

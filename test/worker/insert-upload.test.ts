@@ -1,6 +1,7 @@
 import { createExecutionContext, createMessageBatch, env, getQueueResult } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import type { Env } from '../../src/env';
+import { MAX_FILE_BYTES } from '../../src/http/params';
 import worker from '../../src/index';
 import { createTransaction } from '../../src/storage/transactions';
 import { basicAuth, call, createApp, fixtureUrl, imageBytes, runSweeper, uploadsearch, waitForTransaction, type Credentials } from './helpers';
@@ -40,7 +41,62 @@ async function stagedLeft(app: Credentials): Promise<string[]> {
   return stagedObjects(app);
 }
 
+/** A multipart body of one part per field, files as raw bytes under a part with no filename. */
+async function withoutFilenames(fields: [string, string | Blob][]): Promise<RequestInit> {
+  const encoder = new TextEncoder();
+  const pieces: Uint8Array[] = [];
+  for (const [name, value] of fields) {
+    pieces.push(encoder.encode(`--b\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n`));
+    pieces.push(typeof value === 'string' ? encoder.encode(value) : new Uint8Array(await value.arrayBuffer()));
+    pieces.push(encoder.encode('\r\n'));
+  }
+  pieces.push(encoder.encode('--b--\r\n'));
+  return { method: 'POST', headers: { 'content-type': 'multipart/form-data; boundary=b' }, body: new Blob(pieces) };
+}
+
 describe('POST /insert with a file', () => {
+  it('takes a file over 10 MB as its image\'s 106, the other images going on', async () => {
+    const app = await createApp('big-files');
+    const fruits = await imageBytes(FRUITS);
+    // The JPEG with zeros after it: an image by its header, and as long as asked.
+    const padded = (size: number) => new Blob([fruits, new Uint8Array(size - fruits.size)]);
+    for (const size of [MAX_FILE_BYTES + 1, Math.round(15.6e6)]) {
+      const response = await insertForm(app, [{ im_name: 'over', image: padded(size) }, { im_name: 'fine', image: fruits }]);
+      const body = await response.json<InsertBody>();
+      expect(body).toMatchObject({ status: 'warning', total: 1 });
+      expect(body.error).toEqual([{ index: 0, im_name: 'over', error_code: 106, error_message: 'image exceeds length limit.' }]);
+      expect(await waitForTransaction(app, body.trans_id!)).toMatchObject({ success_count: 1, fail_count: 0 });
+    }
+    const atTheLimit = await insertForm(app, [{ im_name: 'at-limit', image: padded(MAX_FILE_BYTES) }]);
+    expect(await atTheLimit.json<InsertBody>()).toMatchObject({ status: 'OK', total: 1, error: [] });
+  });
+
+  it('reads a part named image[i] as the file even without a filename, as /uploadsearch reads image', async () => {
+    const app = await createApp('no-filename');
+    const fruits = await imageBytes(FRUITS);
+    const init = await withoutFilenames([['im_name[0]', 'fruits'], ['image[0]', fruits]]);
+    const response = await call('/insert', { ...init, headers: { ...init.headers, ...basicAuth(app) } });
+    const body = await response.json<InsertBody>();
+    expect(body).toMatchObject({ status: 'OK', total: 1, error: [] });
+    expect(body).not.toHaveProperty('ignored_fields');
+    expect(await waitForTransaction(app, body.trans_id!)).toMatchObject({ success_count: 1 });
+    const search = await withoutFilenames([['image', fruits]]);
+    const found = await (await call('/uploadsearch', { ...search, headers: { ...search.headers, ...basicAuth(app) } })).json<{ status: string; result: { im_name: string }[] }>();
+    expect(found).toMatchObject({ status: 'OK', result: [{ im_name: 'fruits' }] });
+  });
+
+  it('refuses image[i] sent as text, saying it must be a file', async () => {
+    const app = await createApp('image-as-text');
+    const response = await call('/insert', { method: 'POST', headers: basicAuth(app), body: new URLSearchParams({ 'im_name[0]': 'a', 'image[0]': 'iVBORw0KGgo=' }) });
+    expect(await response.json()).toEqual({
+      status: 'fail',
+      method: 'insert',
+      error: ['image[0] must be a file, sent in a multipart/form-data body.'],
+      total: 0,
+      result: [],
+    });
+  });
+
   it('stores the file as a downloaded image: searchable, its bytes served by /image, the staged copy deleted', async () => {
     const app = await createApp('upload', [{ name: 'brand', type: 'string', searchable: true }]);
     const file = await imageBytes(FRUITS);

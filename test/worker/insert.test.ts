@@ -111,6 +111,49 @@ describe('POST /insert validation (spec 7.2)', () => {
   });
 });
 
+describe('indexes of /insert and /remove: integers from 0 to 2^31 - 1, else a parameter error', () => {
+  const BAD_INDEX = /: an index must be an integer from 0 to 2147483647\.$/;
+
+  it.each([['309 nines', '9'.repeat(309)], ['a negative', '-1'], ['a fraction', '1.5'], ['an empty', ''], ['a word', 'x'], ['2^31', '2147483648']])(
+    'refuses %s index on /insert (with or without im_url) and /remove, whatever the call also holds',
+    async (_, index) => {
+      const app = await createApp();
+      const calls: [string, Record<string, string>][] = [
+        ['/insert', { [`im_name[${index}]`]: 'wrench', [`im_url[${index}]`]: HEN, 'im_name[0]': 'ok', 'im_url[0]': FAILING }],
+        ['/insert', { [`im_name[${index}]`]: 'wrench', 'brand[0]': 'acme' }],
+        ['/remove', { [`im_name[${index}]`]: 'wrench', 'im_name[0]': 'other' }],
+      ];
+      for (const [path, fields] of calls) {
+        const response = await call(path, { method: 'POST', headers: basicAuth(app), body: new URLSearchParams(fields) });
+        expect(response.status).toBe(200);
+        const body = await response.json<{ status: string; error: string[]; total: number }>();
+        expect(body).toMatchObject({ status: 'fail', method: path.slice(1), total: 0, result: [] });
+        expect(body.error).toEqual([expect.stringMatching(BAD_INDEX)]);
+      }
+      const kept = await env.DB.prepare('SELECT count(*) AS n FROM insert_transactions WHERE app_id = ?').bind(app.app_id).first<{ n: number }>();
+      expect(kept?.n).toBe(0);
+    },
+  );
+
+  it('refuses a file sent under a bad index the same way', async () => {
+    const app = await createApp();
+    const form = new FormData();
+    form.append(`im_name[${'9'.repeat(309)}]`, 'wrench');
+    form.append(`image[${'9'.repeat(309)}]`, new Blob([new Uint8Array(16)]), 'wrench.png');
+    const body = await (await call('/insert', { method: 'POST', headers: basicAuth(app), body: form })).json<{ status: string; error: string[] }>();
+    expect(body.status).toBe('fail');
+    expect(body.error).toEqual([expect.stringMatching(BAD_INDEX)]);
+  });
+
+  it('takes the largest index, and answers with it', async () => {
+    const app = await createApp();
+    const response = await call('/remove', { method: 'POST', headers: basicAuth(app), body: new URLSearchParams({ 'im_name[2147483647]': 'nothing' }) });
+    expect((await response.json<{ error: unknown[] }>()).error).toEqual([
+      { index: 2147483647, im_name: 'nothing', error_code: 102, error_message: 'Image not found with im_name.' },
+    ]);
+  });
+});
+
 describe('POST /insert: fields outside the schema are named in ignored_fields (docs/decisions.md)', () => {
   const schema = [{ name: 'brand', type: 'string' as const, searchable: true }];
   const storedMetadata = async (app: { app_id: string }, imName: string) =>

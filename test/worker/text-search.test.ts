@@ -92,6 +92,12 @@ describe('search by text on a model that reads text', () => {
     expect((await textsearch(app, `q=${'a'.repeat(MAX_TEXT_LENGTH)}`)).body.status).toBe('OK');
   });
 
+  it('counts q in characters: an emoji is one, though JavaScript counts it twice', async () => {
+    const emoji = (count: number) => `q=${encodeURIComponent('🙂'.repeat(count))}`;
+    expect((await textsearch(app, emoji(MAX_TEXT_LENGTH))).body).toMatchObject({ status: 'OK', error: [] });
+    expect((await textsearch(app, emoji(MAX_TEXT_LENGTH + 1))).body.error).toEqual([`q must be at most ${MAX_TEXT_LENGTH} characters.`]);
+  });
+
   it('q steers an image query towards the text: the normalized sum of the two vectors', async () => {
     const plain = await uploadsearch(app, { im_url: GREY, score: 'true' });
     const steered = await uploadsearch(app, { im_url: GREY, q: 'red', score: 'true', qinfo: 'true' });
