@@ -1,10 +1,12 @@
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { predictForm } from '@edge-image-search/contract/wire';
 import { IMAGES_DIR, startFixtureServer } from '@edge-image-search/devtools/fixture-server';
 import { freePort } from '@edge-image-search/devtools/free-port';
 import type { AdminConfig } from './lib/admin-client.ts';
 import { createApplication, waitForInsert, type AuthHeader } from './lib/api-client.ts';
+import { latencyOf } from './lib/latency.ts';
 import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
 import { processKind, sampleMemory } from './lib/process-usage.ts';
 import { ROOT } from './lib/wrangler-env.ts';
@@ -16,27 +18,40 @@ import { ROOT } from './lib/wrangler-env.ts';
  * - 10 concurrent 2 MB urlencoded bodies of `a&a&...` without credentials, to `/insert` (a data endpoint: Basic only)
  *   and to `/uploadsearch` (an app key may come in the body);
  * - 10 concurrent 45 MB multipart bodies straight to the inference service's `/predict`, with its secret;
+ * - authenticated `/insert` bodies just under its 20 MB cap that carry no image: 19 MB of `a&a&...` (9.5 million empty
+ *   parameters) once and 4 at once, and 150,000 tiny multipart parts; another application searches back to back
+ *   meanwhile, against its latency alone;
  * - searches of a catalog with the most metadata the spec allows (issue 34): 100 images of 30 fields of 5000
  *   three-byte characters (45 MB), `/search` without `fl` 4 times in a row and 8 at once, and another application's
  *   search while the 8 run, against its latency alone.
  * Written to `.local/memory.json` too. Not a test: the figures depend on the machine.
+ *
+ *   npm run measure:memory -- --only insert-bodies   # the authenticated /insert rows alone, without the large catalog
  */
+
+const { values: args } = parseArgs({ options: { only: { type: 'string' } } });
+if (args.only !== undefined && args.only !== 'insert-bodies') throw new Error(`--only: insert-bodies is the one part that runs alone, got ${args.only}`);
 
 const STATE_DIR = path.join(ROOT, '.wrangler/measure-memory-state');
 const OUT = path.join(ROOT, '.local/memory.json');
 const CONCURRENT = 10;
 
 type Scenario = { name: string; run: () => Promise<string[]> };
-type Row = { scenario: string; answers: string; seconds: number; workerMiB: number; inferenceMiB: number };
+type Row = { scenario: string; answers: string; seconds: number; workerMiB: number; workerBeforeMiB: number; inferenceMiB: number };
 
 const LARGE_CATALOG = { images: 100, fields: 30, perInsert: 20 };
 /** 5000 characters, the most a value may have (spec 2.1), of three bytes each in UTF-8. */
 const LARGE_VALUE = '漢'.repeat(5000);
 
+/** The other application's search, timed alone and while hostile calls run. */
+const OTHER_QUERY = 'im_name=other0&limit=10';
+
+/** The status and the envelope's first error: a message (`401 Unauthorized.`) or a data error (`200 104 No image inserted.`). */
 const statusOf = async (response: Response): Promise<string> => {
   const text = await response.text();
-  const envelope = /"error":\["([^"]+)"/.exec(text)?.[1];
-  return envelope ? `${response.status} ${envelope}` : `${response.status}`;
+  const [, message, code, dataMessage] = /"error":\[(?:"([^"]+)"|\{[^}]*?"error_code":(\d+),"error_message":"([^"]+)")/.exec(text) ?? [];
+  const error = message ?? (code ? `${code} ${dataMessage}` : undefined);
+  return error ? `${response.status} ${error}` : `${response.status}`;
 };
 
 /** How many of each answer came: `10 x 200 Unauthorized.`. */
@@ -66,6 +81,7 @@ async function measure(scenario: Scenario): Promise<Row> {
     answers: tally(answers),
     seconds,
     workerMiB: (peaks.worker?.peakRssMiB ?? 0) - (before.worker ?? 0),
+    workerBeforeMiB: before.worker ?? 0,
     inferenceMiB: (peaks.inference?.peakRssMiB ?? 0) - (before.inference ?? 0),
   };
 }
@@ -85,24 +101,31 @@ async function insertAll(stack: LocalStack, auth: AuthHeader, images: { name: st
   if (status.fail_count > 0) throw new Error(`inserts failed: ${JSON.stringify(status.error_list)}`);
 }
 
+/** The fixture images the catalogs are made of. */
+const catalogFiles = (): string[] => readdirSync(IMAGES_DIR).filter((file) => file.startsWith('opencv-doc_')).sort();
+
+/** Another application, whose searches are timed while hostile calls run: a few images (`other0`...) and no metadata. */
+async function loadOtherTenant(stack: LocalStack, admin: AdminConfig, imagesUrl: string): Promise<AuthHeader> {
+  const other = await createApplication(admin, 'measure-other-tenant');
+  await insertAll(stack, other, catalogFiles().slice(0, 5).map((file, n) => ({ name: `other${n}`, url: `${imagesUrl}/images/${file}`, metadata: {} })));
+  return other;
+}
+
 /**
  * An application holding LARGE_CATALOG (`big0`...`big99`, fixture images, 30 non-searchable string fields full),
- * sent LARGE_CATALOG.perInsert images a call (the 20 MB body cap holds about 40 such images: docs/decisions.md),
- * and another application with a few images and no metadata.
+ * sent LARGE_CATALOG.perInsert images a call (the 20 MB body cap holds about 40 such images: docs/decisions.md).
  */
-async function loadCatalogs(stack: LocalStack, admin: AdminConfig, imagesUrl: string): Promise<{ large: AuthHeader; other: AuthHeader }> {
+async function loadLargeCatalog(stack: LocalStack, admin: AdminConfig, imagesUrl: string): Promise<AuthHeader> {
   const fields = Array.from({ length: LARGE_CATALOG.fields }, (_, k) => ({ name: `f${k}`, type: 'string' as const, searchable: false }));
   const large = await createApplication(admin, 'measure-large-metadata', undefined, fields);
-  const other = await createApplication(admin, 'measure-other-tenant');
-  const files = readdirSync(IMAGES_DIR).filter((file) => file.startsWith('opencv-doc_')).sort();
+  const files = catalogFiles();
   const metadata = Object.fromEntries(fields.map((field) => [field.name, LARGE_VALUE]));
   console.log(`Inserting ${LARGE_CATALOG.images} images of ${LARGE_CATALOG.fields} fields of 5000 three-byte characters...`);
   for (let start = 0; start < LARGE_CATALOG.images; start += LARGE_CATALOG.perInsert) {
     const batch = Array.from({ length: Math.min(LARGE_CATALOG.perInsert, LARGE_CATALOG.images - start) }, (_, k) => start + k);
     await insertAll(stack, large, batch.map((n) => ({ name: `big${n}`, url: `${imagesUrl}/images/${files[n % files.length]}`, metadata })));
   }
-  await insertAll(stack, other, files.slice(0, 5).map((file, n) => ({ name: `other${n}`, url: `${imagesUrl}/images/${file}`, metadata: {} })));
-  return { large, other };
+  return large;
 }
 
 /** The answers of `/search` calls (`{status}` or the envelope's error), and how long each took, in ms. */
@@ -140,9 +163,71 @@ function hostileBodies(stack: LocalStack): Scenario[] {
   ];
 }
 
+/** The other application's median search latency alone, in ms, of 5 in a row. */
+async function otherAloneMs(stack: LocalStack, other: AuthHeader): Promise<number> {
+  const samples: number[] = [];
+  for (let n = 0; n < 5; n++) samples.push((await searchCall(stack, other, OTHER_QUERY)).ms);
+  return latencyOf(samples).p50;
+}
+
+/**
+ * The `calls`' answers while the other application searches back to back (a stalled isolate shows in the slowest
+ * search, which one search started beside the calls could miss), and a summary of those searches.
+ */
+async function whileOtherSearches(stack: LocalStack, other: AuthHeader, aloneMs: number, calls: () => Promise<string[]>): Promise<string[]> {
+  let running = true;
+  const searches: { answer: string; ms: number }[] = [];
+  const searching = (async () => {
+    while (running) searches.push(await searchCall(stack, other, OTHER_QUERY));
+  })();
+  const answers = await calls().finally(() => (running = false));
+  await searching;
+  const { p50 } = latencyOf(searches.map(({ ms }) => ms));
+  const slowest = Math.max(...searches.map(({ ms }) => ms));
+  const statuses = [...new Set(searches.map(({ answer }) => answer))].join(', ');
+  return [...answers, `other application: ${searches.length} searches meanwhile, ${statuses}, median ${Math.round(p50)} ms, slowest ${Math.round(slowest)} ms (${Math.round(aloneMs)} ms alone)`];
+}
+
+/** `count` parts named `a`, each valued `x`, as raw multipart bytes (FormData would take long to build and encode). */
+function tinyParts(count: number): { body: Buffer; contentType: string } {
+  const boundary = 'measure-memory-boundary-7f3c9e1d5b0a2c4e';
+  const part = `--${boundary}\r\nContent-Disposition: form-data; name="a"\r\n\r\nx\r\n`;
+  return { body: Buffer.from(`${part.repeat(count)}--${boundary}--\r\n`), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+/**
+ * Authenticated `/insert` bodies that carry no image, just under INSERT_MAX_BODY_BYTES (20 MB): a valid application
+ * may send them, so what the Worker holds and how long it parses them is paid before anything is refused, and the
+ * other application's searches share the isolate meanwhile.
+ */
+async function hostileInserts(stack: LocalStack, hostile: AuthHeader, other: AuthHeader): Promise<Scenario[]> {
+  const flood = Buffer.from('a&'.repeat(9_500_000));
+  const parts = tinyParts(150_000);
+  const megabytes = (bytes: Buffer): string => `${(bytes.length / 1e6).toFixed(1)} MB`;
+  const post = async (body: Buffer, contentType: string): Promise<string> =>
+    statusOf(await fetch(`${stack.baseUrl}/insert`, { method: 'POST', headers: { ...hostile, 'content-type': contentType }, body }));
+  const urlencoded = 'application/x-www-form-urlencoded';
+  const aloneMs = await otherAloneMs(stack, other);
+  // The smallest first: workerd does not give resident memory back, so a row after a larger one may show no growth.
+  return [
+    {
+      name: `${megabytes(parts.body)} multipart of 150,000 parts a=x with credentials to /insert`,
+      run: () => whileOtherSearches(stack, other, aloneMs, async () => [await post(parts.body, parts.contentType)]),
+    },
+    {
+      name: `${megabytes(flood)} of a&a&... (9.5 million empty parameters) with credentials to /insert`,
+      run: () => whileOtherSearches(stack, other, aloneMs, async () => [await post(flood, urlencoded)]),
+    },
+    {
+      name: `the same, 4 at once`,
+      run: () => whileOtherSearches(stack, other, aloneMs, () => Promise.all(Array.from({ length: 4 }, () => post(flood, urlencoded)))),
+    },
+  ];
+}
+
 /** Searches of the catalog with the most metadata, and another application's search meanwhile. */
 async function largeMetadataSearches(stack: LocalStack, { large, other }: { large: AuthHeader; other: AuthHeader }): Promise<Scenario[]> {
-  const otherAlone = await searchCall(stack, other, 'im_name=other0&limit=10');
+  const otherAlone = await searchCall(stack, other, OTHER_QUERY);
   return [
     {
       name: `/search?im_name=big0&limit=10 (no fl) over ${LARGE_CATALOG.images} images of 45 MB of metadata, 4 in a row`,
@@ -159,7 +244,7 @@ async function largeMetadataSearches(stack: LocalStack, { large, other }: { larg
       name: `the same with limit=1, 8 at once, and another application's /search meanwhile (${Math.round(otherAlone.ms)} ms alone)`,
       run: async () => {
         const big = Array.from({ length: 8 }, () => searchCall(stack, large, 'im_name=big0&limit=1'));
-        const [meanwhile, ...done] = await Promise.all([searchCall(stack, other, 'im_name=other0&limit=10'), ...big]);
+        const [meanwhile, ...done] = await Promise.all([searchCall(stack, other, OTHER_QUERY), ...big]);
         const slowest = Math.max(...done.map(({ ms }) => ms));
         return [...done.map(({ answer }) => answer), `other application: ${meanwhile.answer} in ${Math.round(meanwhile.ms)} ms; slowest of the 8: ${(slowest / 1000).toFixed(2)} s`];
       },
@@ -173,15 +258,22 @@ async function main(): Promise<void> {
   const stack = await startLocalStack({ port, inferencePort, adminToken: 'measure-memory', persistTo: STATE_DIR });
   const fixtures = await startFixtureServer(fixturesPort);
   try {
+    const admin = { baseUrl: stack.baseUrl, token: 'measure-memory' };
+    const imagesUrl = `http://127.0.0.1:${fixturesPort}`;
     const idle = await residentNow();
     const rows: Row[] = [];
-    for (const scenario of hostileBodies(stack)) rows.push(await measure(scenario));
-    const catalogs = await loadCatalogs(stack, { baseUrl: stack.baseUrl, token: 'measure-memory' }, `http://127.0.0.1:${fixturesPort}`);
-    for (const scenario of await largeMetadataSearches(stack, catalogs)) rows.push(await measure(scenario));
+    if (args.only === undefined) for (const scenario of hostileBodies(stack)) rows.push(await measure(scenario));
+    const other = await loadOtherTenant(stack, admin, imagesUrl);
+    const hostile = await createApplication(admin, 'measure-hostile-inserts');
+    for (const scenario of await hostileInserts(stack, hostile, other)) rows.push(await measure(scenario));
+    if (args.only === undefined) {
+      const large = await loadLargeCatalog(stack, admin, imagesUrl);
+      for (const scenario of await largeMetadataSearches(stack, { large, other })) rows.push(await measure(scenario));
+    }
 
     console.log(`\nidle: workerd ${idle.worker} MiB, inference ${idle.inference} MiB`);
     console.log('| scenario | answers | seconds | workerd peak above the level before | inference peak above the level before |\n| --- | --- | --- | --- | --- |');
-    for (const row of rows) console.log(`| ${row.scenario} | ${row.answers} | ${row.seconds.toFixed(2)} | ${row.workerMiB} MiB | ${row.inferenceMiB} MiB |`);
+    for (const row of rows) console.log(`| ${row.scenario} | ${row.answers} | ${row.seconds.toFixed(2)} | ${row.workerMiB} MiB (from ${row.workerBeforeMiB}) | ${row.inferenceMiB} MiB |`);
     mkdirSync(path.dirname(OUT), { recursive: true });
     writeFileSync(OUT, JSON.stringify({ idle, rows }, null, 2));
   } finally {
