@@ -8,18 +8,30 @@ import { FIELD_TYPES } from '../storage/apps';
 /** Field names as `/insert` parameters can carry them: no brackets, and not the two reserved keys. */
 const FIELD_NAME = /^[A-Za-z0-9_\-.:]{1,64}$/;
 
+/**
+ * A JSON object of the admin API that refuses keys it does not know, naming them and those it knows: a misspelt key
+ * (`{"image_limt": 5}`) must not answer 200 having changed nothing.
+ */
+const strictBody = <Shape extends z.ZodRawShape>(shape: Shape) =>
+  z.strictObject(shape, {
+    error: (issue) =>
+      issue.code === 'unrecognized_keys'
+        ? `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((key) => JSON.stringify(key)).join(', ')}; the keys are ${Object.keys(shape).join(', ')}`
+        : undefined,
+  });
+
 export const APP_PATH = { app_id: z.string().meta({ description: 'The `app_id` that `POST /admin/apps` answered.' }) };
 
 const embedModel = z.string().min(1).max(MAX_EMBED_MODEL_ID).meta({ description: 'An embedding model id of the EMBED_MODELS setting.' });
-export const createAppBody = z.object({
+export const createAppBody = strictBody({
   name: z.string().trim().min(1).max(200),
   embed_model: embedModel.optional().meta({ description: 'The model the application is put on: EMBED_MODEL by default.' }),
 });
-export const reindexBody = z.object({ embed_model: embedModel });
-export const schemaBody = z.object({
+export const reindexBody = strictBody({ embed_model: embedModel });
+export const schemaBody = strictBody({
   fields: z
     .array(
-      z.object({
+      strictBody({
         name: z
           .string()
           .regex(FIELD_NAME, 'field names use a-z, A-Z, 0-9, -, _, ., : (at most 64)')
@@ -33,7 +45,7 @@ export const schemaBody = z.object({
 });
 
 const limit = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable().optional();
-export const settingsBody = z.object({
+export const settingsBody = strictBody({
   image_limit: limit,
   pending_limit: limit,
   searches_per_minute: limit,

@@ -18,6 +18,8 @@ export const DATA_ERRORS = {
   invalidImName: { code: 107, message: 'Invalid im_name.' },
   missingImUrl: { code: 108, message: 'Missing im_url.' },
   imageAndImUrl: { code: 110, message: 'Only one of image and im_url may be given.' },
+  /** Ours, like 110: an insert item a later `/remove` of its name overtook (docs/decisions.md, "Removal and order"). */
+  removedBeforeProcessed: { code: 111, message: 'Image removed before it was processed.' },
   downloadFailed: { code: 201, message: 'Could not download the image from im_url.' },
   unsupportedFormat: { code: 202, message: 'Unsupported image format.' },
   unsupportedDimension: { code: 203, message: 'Unsupported image dimension.' },

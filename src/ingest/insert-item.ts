@@ -122,7 +122,9 @@ async function ingest(env: Env, item: PendingItem): Promise<void> {
       colors: prediction.colors.palette,
       embedModel: embeddings.at(-1)!.model,
     },
-    // A version that lost to a later operation on the name is still done: the item was processed, the later one won.
+    item,
+    // A version that lost to a later insert of the name is still done: the item was processed, the later one won. One
+    // a remove overtook was failed by it (storage/transactions.ts, cancelPendingItems): this settles nothing then.
     settleStatements(env.DB, item.transId, item.index, { state: 'done' }),
   );
 }
@@ -140,7 +142,7 @@ async function updateMetadata(env: Env, item: PendingItem): Promise<void> {
     const [schema, models] = await Promise.all([getSchema(env.DB, item.appId), embedModelsToWrite(env.DB, item.appId)]);
     await replaceVectorMetadata(env, merged.image, vectorMetadata(merged.image.metadata, schema), models);
   }
-  // Removed since the update was accepted: there is nothing left to update.
+  // Not in the collection: the insert it waited for failed (a remove since its acceptance failed it already, with 111).
   const { code, message } = DATA_ERRORS.imageNotFound;
   const outcome: ItemOutcome = merged.kind === 'missing' ? { state: 'failed', code, message } : { state: 'done' };
   await env.DB.batch([...settleStatements(env.DB, item.transId, item.index, outcome), vectorsRewritten(env.DB, attempt)]);

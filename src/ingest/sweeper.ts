@@ -4,7 +4,7 @@ import { getSchema } from '../storage/apps';
 import { getImagesByIds } from '../storage/images';
 import { deleteRetiredVersions } from '../storage/retired';
 import { staleVectorsLeft, vectorsRewritten, type StaleVectors } from '../storage/stale-vectors';
-import { findStalledItems, pruneRemovals, recordSweep } from '../storage/transactions';
+import { findStalledItems, recordSweep } from '../storage/transactions';
 import { formatTimestamp } from '../time';
 import { failForGood } from './dead-letters';
 import { deleteSettledStaged } from './staged-uploads';
@@ -48,8 +48,8 @@ async function rewriteStaleVectors(env: Env, stale: StaleVectors): Promise<void>
  * The cron half of "nothing accepted is ever lost, nothing removed stays": every pending item whose message looks
  * lost is sent again (a redelivery of an item already settled is a no-op), and one re-sent MAX_SWEEPS times in vain
  * is failed, so that every transaction reaches 100; vectors a metadata update given up left with older metadata than
- * D1 are rewritten; what retired image versions left is deleted, and the staged files of settled items; removals no
- * pending insert can meet and expired query images are forgotten; a stalled reindex is resumed.
+ * D1 are rewritten; what retired image versions left is deleted, and the staged files of settled items; expired query
+ * images are forgotten; a stalled reindex is resumed.
  */
 export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent: number; failed: number }> {
   const before = formatTimestamp(new Date(now.getTime() - STALL_MINUTES * 60_000));
@@ -82,7 +82,6 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
   // After the rewrites: a retired version's vectors are deleted once no rewrite may bring them back.
   for (let run = 0; run < RETIRED_RUNS && (await deleteRetiredVersions(env)) > 0; run++);
   await deleteSettledStaged(env);
-  await pruneRemovals(env.DB);
   await deleteExpiredQueryImages(env.DB, env.BLOBS, now);
   return { resent: resend.length, failed: exhausted.length };
 }

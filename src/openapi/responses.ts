@@ -63,7 +63,10 @@ export const httpFailure = z.object({ ...failed, error: z.array(z.string()) });
 const resultItem = z.object({
   im_name: z.string(),
   score: z.number().min(0).max(1).optional().meta({ description: 'With `score=true`.' }),
-  value_map: z.record(z.string(), z.string()).optional().meta({ description: 'With `fl` or `get_all_fl=true`.' }),
+  value_map: z
+    .record(z.string(), z.string())
+    .optional()
+    .meta({ description: 'Whenever `fl` or `get_all_fl=true` selects a field: the selected fields the image has a value for, `{}` when none.' }),
 });
 
 const facet = z.union([

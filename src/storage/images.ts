@@ -3,8 +3,8 @@ import { formatTimestamp } from '../time';
 import { couldNameImage } from './image-name';
 import type { ImageMetadata } from './metadata';
 import { retireLiveVersions, retireUnlessLive } from './retired';
-import { forgetNumbers, NUMBER_TAKEN, takeNumber } from './sequence';
 import { recordStaleVectors } from './stale-vectors';
+import { cancelPendingItems, itemPending } from './transactions';
 
 export type ImageRow = {
   id: number;
@@ -42,21 +42,27 @@ export type ImageVersion = {
 };
 
 /**
- * Makes `version` the image's, in one batch with `alongside` (the item's settling): only over an older version and
- * when no later remove of the name came, so a later operation always wins whatever order items finish in. The
- * version replaced, or the new one when it lost, is retired in the same batch (retired_versions), so its vectors and
- * bytes are deleted by a retryable path.
+ * Makes `version` the image's, in one batch with `alongside` (the settling of `item`, the insert item that made it):
+ * only over an older version and while the item is pending, so a later operation always wins whatever order items
+ * finish in: a later insert by its higher id, a later remove by having settled the item already
+ * (cancelPendingItems). The version replaced, or the new one when it lost, is retired in the same batch
+ * (retired_versions), so its vectors and bytes are deleted by a retryable path.
  */
-export async function applyVersion(db: D1Database, version: ImageVersion, alongside: D1PreparedStatement[]): Promise<void> {
+export async function applyVersion(
+  db: D1Database,
+  version: ImageVersion,
+  item: { transId: number; index: number },
+  alongside: D1PreparedStatement[],
+): Promise<void> {
   const now = formatTimestamp();
   const { id, appId, imName } = version;
   await db.batch([
-    retireLiveVersions(db, 'app_id = ? AND im_name = ? AND id < ?', appId, imName, id),
+    retireLiveVersions(db, `app_id = ? AND im_name = ? AND id < ? AND ${itemPending()}`, appId, imName, id, item.transId, item.index),
     db
       .prepare(
         `INSERT INTO images (id, app_id, im_name, im_url, blob_key, format, width, height, metadata, object_count, colors, embed_model, created_at, updated_at)
          SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?13, ?12, ?12
-         WHERE NOT EXISTS (SELECT 1 FROM removals WHERE app_id = ?2 AND im_name = ?3 AND seq > ?1)
+         WHERE ${itemPending('?14', '?15')}
          ON CONFLICT (app_id, im_name) DO UPDATE SET
            id = excluded.id, im_url = excluded.im_url, blob_key = excluded.blob_key, format = excluded.format,
            width = excluded.width, height = excluded.height, metadata = excluded.metadata,
@@ -64,7 +70,7 @@ export async function applyVersion(db: D1Database, version: ImageVersion, alongs
            updated_at = excluded.updated_at
          WHERE excluded.id > images.id`,
       )
-      .bind(id, appId, imName, version.imUrl, version.blobKey, version.format, version.width, version.height, JSON.stringify(version.metadata), version.objectCount, JSON.stringify(version.colors), now, version.embedModel),
+      .bind(id, appId, imName, version.imUrl, version.blobKey, version.format, version.width, version.height, JSON.stringify(version.metadata), version.objectCount, JSON.stringify(version.colors), now, version.embedModel, item.transId, item.index),
     retireUnlessLive(db, version),
     ...alongside,
   ]);
@@ -114,32 +120,22 @@ export async function getImagesByIds(db: D1Database, appId: string, ids: number[
 }
 
 /**
- * Removes the named images from D1, which hides them from every search at once, and in the same batch records the
- * removal of each name in the collection or waiting to be inserted, with the next sequence number (an insert of the
- * name accepted before it will not be applied), and
- * retires the removed versions, whose vectors and bytes are deleted after (retired_versions). Returns the names removed;
- * names no image can have are not looked up.
+ * Removes the named images from D1, which hides them from every search at once, and in the same batch fails every
+ * insert item of those names still pending, which is then never applied (cancelPendingItems), and retires the removed
+ * versions, whose vectors and bytes are deleted after (retired_versions). Returns the names removed: those in the
+ * collection and those only waiting to be inserted (docs/decisions.md, "Removal and order"); names no image can have
+ * are not looked up.
  */
 export async function removeImages(db: D1Database, appId: string, names: string[]): Promise<string[]> {
   const possible = [...new Set(names.filter(couldNameImage))];
   if (possible.length === 0) return [];
   const wanted = JSON.stringify(possible);
-  const results = await db.batch<{ im_name: string }>([
-    takeNumber(db),
-    db
-      .prepare(
-        `INSERT INTO removals (app_id, im_name, seq) SELECT ?1, value, ${NUMBER_TAKEN} FROM json_each(?2)
-         WHERE EXISTS (SELECT 1 FROM images WHERE app_id = ?1 AND im_name = value)
-            OR EXISTS (SELECT 1 FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
-                       WHERE t.app_id = ?1 AND i.im_name = value AND i.state = 'pending')
-         ON CONFLICT (app_id, im_name) DO UPDATE SET seq = excluded.seq`,
-      )
-      .bind(appId, wanted),
+  const [, cancelled, , deleted] = await db.batch<{ im_name: string }>([
+    ...cancelPendingItems(db, appId, wanted),
     retireLiveVersions(db, 'app_id = ? AND im_name IN (SELECT value FROM json_each(?))', appId, wanted),
     db.prepare('DELETE FROM images WHERE app_id = ? AND im_name IN (SELECT value FROM json_each(?)) RETURNING im_name').bind(appId, wanted),
-    forgetNumbers(db),
   ]);
-  return (results[3]?.results ?? []).map((row) => row.im_name);
+  return [...new Set([...(cancelled?.results ?? []), ...(deleted?.results ?? [])].map((row) => row.im_name))];
 }
 
 /** Which of `names` are in the application's collection. */
@@ -165,7 +161,7 @@ export async function mergeImageMetadata(
   item: { appId: string; imName: string; metadata: ImageMetadata; seq: number; transId: number; index: number },
   attempt: string,
 ): Promise<{ kind: 'merged'; image: ImageRow } | { kind: 'superseded' | 'missing' }> {
-  const target = `app_id = ? AND im_name = ? AND id < ? AND EXISTS (SELECT 1 FROM insert_items WHERE trans_id = ? AND item_index = ? AND state = 'pending')`;
+  const target = `app_id = ? AND im_name = ? AND id < ? AND ${itemPending()}`;
   const values = [item.appId, item.imName, item.seq, item.transId, item.index];
   const [, merged, current] = await db.batch<StoredImageRow>([
     recordStaleVectors(db, attempt, item, target, ...values),

@@ -1,3 +1,4 @@
+import { DATA_ERRORS } from '../http/messages';
 import { formatTimestamp } from '../time';
 import { forgetNumbers, NUMBER_TAKEN, takeNumber } from './sequence';
 import type { ImageMetadata } from './metadata';
@@ -143,6 +144,34 @@ async function numberItem(db: D1Database, transId: number, index: number): Promi
   return numbered!.results[0]!.seq;
 }
 
+/**
+ * SQL: whether insert item (`transId`, `index`: SQL expressions, `?` by default) still waits to be processed. What an
+ * item brings (a version, a metadata merge) is applied only by statements guarded by this: an item settled meanwhile
+ * (cancelled by a remove, given up, or a redelivery of one done) changes nothing.
+ */
+export const itemPending = (transId = '?', index = '?'): string =>
+  `EXISTS (SELECT 1 FROM insert_items WHERE trans_id = ${transId} AND item_index = ${index} AND state = 'pending')`;
+
+/**
+ * The statements, for a remove's batch, that settle every pending item of the application's names (the JSON array
+ * `names`), images and metadata updates alike, as failed with 111: the remove overtook them, so none is applied
+ * after it (itemPending) and its transaction counts it failed, not a success (docs/decisions.md, "Removal and
+ * order"). The second answers the names of the items it settled.
+ */
+export function cancelPendingItems(db: D1Database, appId: string, names: string): [D1PreparedStatement, D1PreparedStatement] {
+  const pending = `state = 'pending' AND im_name IN (SELECT value FROM json_each(?2))
+    AND EXISTS (SELECT 1 FROM insert_transactions t WHERE t.id = insert_items.trans_id AND t.app_id = ?1)`;
+  const { code, message } = DATA_ERRORS.removedBeforeProcessed;
+  return [
+    db
+      .prepare(`UPDATE insert_transactions SET update_time = ?3 WHERE id IN (SELECT trans_id FROM insert_items WHERE ${pending})`)
+      .bind(appId, names, formatTimestamp()),
+    db
+      .prepare(`UPDATE insert_items SET state = 'failed', error_code = ?3, error_message = ?4 WHERE ${pending} RETURNING im_name`)
+      .bind(appId, names, code, message),
+  ];
+}
+
 /** The statements that settle an item once: a second outcome for the same item (a redelivered message) changes nothing. */
 export function settleStatements(db: D1Database, transId: number, index: number, outcome: ItemOutcome): D1PreparedStatement[] {
   const failure = outcome.state === 'failed' ? outcome : { code: null, message: null };
@@ -226,18 +255,6 @@ export async function recordSweep(db: D1Database, items: StalledItem[]): Promise
       db.prepare('UPDATE insert_items SET sweeps = sweeps + 1, started_at = NULL WHERE trans_id = ? AND item_index = ?').bind(item.transId, item.index),
     ),
   );
-}
-
-/** Forgets removals that no pending insert of their name accepted before them can meet any more. */
-export async function pruneRemovals(db: D1Database): Promise<void> {
-  await db
-    .prepare(
-      `DELETE FROM removals WHERE NOT EXISTS (
-         SELECT 1 FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
-         WHERE t.app_id = removals.app_id AND i.im_name = removals.im_name AND i.state = 'pending' AND i.seq < removals.seq
-       )`,
-    )
-    .run();
 }
 
 /** Whether an image of this name is accepted but not yet processed, so a search for it can say so. */

@@ -26,6 +26,9 @@ describe('metadata by the schema', () => {
     expect(all.body.result).toEqual([{ im_name: 'a', value_map: { brand: 'Acme', price: '9.5', stock: '7' } }]);
     const some = await search(app, 'im_name=b&fl=price&fl=description&fl=color&fl=nope');
     expect(some.body.result).toEqual([{ im_name: 'a', value_map: { price: '9.5' } }]);
+    // A field selected that the image lacks leaves value_map empty, never absent: `b` has no price nor stock.
+    const lacking = await search(app, 'im_name=a&fl=price,stock');
+    expect(lacking.body.result).toEqual([{ im_name: 'b', value_map: {} }]);
     // Fields outside the schema and text fields select nothing: no value_map (spec 2.5).
     const none = await search(app, 'im_name=b&fl=description&fl=nope');
     expect(none.body.result).toEqual([{ im_name: 'a' }]);

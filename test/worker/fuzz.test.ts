@@ -425,7 +425,7 @@ const changes = (before: Map<string, string>, after: Map<string, string>): strin
 type Body = { status?: unknown; method?: unknown; error?: unknown; reqid?: unknown; trans_id?: unknown };
 
 /** The numbered data errors of spec 7.2: the only errors that are objects. */
-const DATA_ERROR_CODES = [101, 102, 103, 104, 105, 106, 107, 108, 109, 201, 202, 203];
+const DATA_ERROR_CODES = [101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 201, 202, 203];
 const BUSY = 'System busy, please try again later.';
 
 /**

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { imageVectors } from '../../src/storage/vectors';
-import { basicAuth, call, createApp, fixtureUrl, insertAndWait, search, type Credentials } from './helpers';
+import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, search, waitForTransaction, type Credentials } from './helpers';
 
 const remove = async (app: Credentials, names: string[]) => {
   const form = new URLSearchParams();
@@ -37,6 +37,31 @@ describe('POST /remove', () => {
     expect(await search(app, 'im_name=img1')).toMatchObject({ status: 200, body: { status: 'fail', error: ['Image not found with im_name.'] } });
     expect(await imageVectors(env, env.EMBED_MODEL).getByIds([ids.get('img1')!])).toEqual([]);
     expect(await env.BLOBS.head(blobKeys.get('img1')!)).toBeNull();
+  });
+
+  it('overtaking inserts of its names still waiting, fails them with 111 rather than counting them a success', async () => {
+    const other = await createApp('remove-overtakes');
+    const names = Array.from({ length: 20 }, (_, i) => `waiting${i}`);
+    const started = Date.now();
+    const inserted = await insert(other, names.map((name, i) => ({ im_name: name, im_url: fixtureUrl(`/slow/${FILES[i % FILES.length]}`) })));
+    const { trans_id: transId } = await inserted.json<{ trans_id: number }>();
+    const removed = await remove(other, names);
+    // Each download is answered two seconds after it was asked: a remove answered sooner overtook every image.
+    const overtookAll = Date.now() - started < 2000;
+
+    // Each name was in the collection or waiting to be: the remove removed it.
+    expect(removed).toEqual({ status: 200, body: { status: 'OK', method: 'remove', total: 20, result: [], error: [] } });
+    const status = await waitForTransaction(other, transId);
+    // An image done before the remove came was searchable, then removed; every other one failed, with the reason.
+    expect(status.success_count + status.fail_count).toBe(20);
+    expect(status.error_list).toHaveLength(status.fail_count);
+    for (const entry of status.error_list) {
+      expect(entry).toEqual({ im_name: expect.stringMatching(/^waiting/), error_code: 111, error_message: 'Image removed before it was processed.' });
+    }
+    if (overtookAll) expect(status).toMatchObject({ success_count: 0, fail_count: 20 });
+    expect((await search(other, 'im_name=waiting0')).body.error).toEqual(['Image not found with im_name.']);
+    const stored = await env.DB.prepare('SELECT count(*) AS n FROM images WHERE app_id = ?').bind(other.app_id).first<{ n: number }>();
+    expect(stored!.n).toBe(0);
   });
 
   it('answers warning with a 102 entry per unknown name, counting only what it removed', async () => {

@@ -128,6 +128,9 @@ async function removeWith(workerEnv: Env, app: Credentials, name: string): Promi
   return (await worker.fetch(request, workerEnv, createExecutionContext())).json();
 }
 
+/** How an insert item a remove of its name overtook is listed (docs/decisions.md, "Removal and order"). */
+const CANCELLED = { error_code: 111, error_message: 'Image removed before it was processed.' };
+
 /** The best whole-image match of a test image by URL, with its score and metadata. */
 async function bestMatch(app: Credentials, file: string): Promise<{ im_name: string; score: number; value_map: object } | undefined> {
   const response = await call('/uploadsearch', {
@@ -218,24 +221,31 @@ describe('image versions', () => {
     expect(await expectConsistent(app)).toEqual([after]);
   });
 
-  it('a remove wins over an insert of the name still in work', async () => {
-    const app = await createApp('remove-wins');
-    await insertAndWait(app, [{ im_name: 'zombie', im_url: fixtureUrl('/images/animals_birds_hen.png') }]);
-    const reinsert = await (await insert(app, [{ im_name: 'zombie', im_url: fixtureUrl('/slow/animals_mammals_cats_tiger.png') }])).json<{ trans_id: number }>();
-    const removed = await call('/remove', { method: 'POST', headers: basicAuth(app), body: new URLSearchParams({ 'im_name[0]': 'zombie' }) });
-    expect(await removed.json()).toMatchObject({ status: 'OK', total: 1 });
+  it('a remove overtaking an insert of the name in work fails it (111), and its version never becomes live', async () => {
+    const { app, transId } = await reinsertAccepted('remove-wins');
+    // The remove comes while the new version's vectors are written, before the batch that would make it live.
+    let removed: Promise<unknown> | undefined;
+    const meetsRemove = withVectorIndex((stub) => ({
+      upsert: async (...args: Parameters<typeof stub.upsert>) => {
+        removed ??= removeWith(env, app, 'item');
+        await removed;
+        return stub.upsert(...args);
+      },
+    }));
+    expect(await deliver(meetsRemove, 'image-insert', transId)).toEqual({ retried: false });
+    expect(await removed).toMatchObject({ status: 'OK', total: 1 });
 
-    expect(await waitForTransaction(app, reinsert.trans_id)).toMatchObject({ processed_percent: 100, success_count: 1 });
-    expect((await search(app, 'im_name=zombie')).body.error).toEqual(['Image not found with im_name.']);
+    expect(await waitForTransaction(app, transId, 1_000)).toMatchObject({ success_count: 0, fail_count: 1, error_list: [{ im_name: 'item', ...CANCELLED }] });
+    expect((await search(app, 'im_name=item')).body.error).toEqual(['Image not found with im_name.']);
     expect(await expectConsistent(app)).toEqual([]);
   });
 
-  it('a remove of a name only waiting to be inserted keeps it out, though it answers that the name is not there yet', async () => {
+  it('a remove of a name only waiting to be inserted counts it removed and fails its insert, whose message then does nothing', async () => {
     const app = await createApp('remove-first');
-    const pending = await (await insert(app, [{ im_name: 'early', im_url: fixtureUrl('/slow/animals_birds_hen.png') }])).json<{ trans_id: number }>();
-    const removed = await call('/remove', { method: 'POST', headers: basicAuth(app), body: new URLSearchParams({ 'im_name[0]': 'early' }) });
-    expect(await removed.json()).toMatchObject({ status: 'fail', total: 0 });
-    await waitForTransaction(app, pending.trans_id);
+    const transId = await createTransaction(env.DB, app.app_id, [{ index: 0, imName: 'early', imUrl: fixtureUrl('/images/animals_birds_hen.png'), metadata: {} }]);
+    expect(await removeWith(env, app, 'early')).toEqual({ status: 'OK', method: 'remove', total: 1, result: [], error: [] });
+    expect(await waitForTransaction(app, transId, 1_000)).toMatchObject({ success_count: 0, fail_count: 1, error_list: [{ im_name: 'early', ...CANCELLED }] });
+    expect(await deliver(env, 'image-insert', transId)).toEqual({ retried: false });
     expect(await expectConsistent(app)).toEqual([]);
     // A later insert of the name is applied as usual.
     await insertAndWait(app, [{ im_name: 'early', im_url: fixtureUrl('/images/animals_birds_hen.png') }]);
@@ -308,6 +318,8 @@ describe('image versions', () => {
     }));
     expect(await deliver(meetsRemove, 'image-insert', transId)).toEqual({ retried: false });
     expect(await removed).toMatchObject({ status: 'OK', total: 1 });
+    // The remove came first: the update is failed, not counted a success over an image that is gone.
+    expect(await waitForTransaction(app, transId, 1_000)).toMatchObject({ success_count: 0, fail_count: 1, error_list: [{ im_name: 'item', ...CANCELLED }] });
     expect(await expectConsistent(app)).toEqual([]);
   });
 
