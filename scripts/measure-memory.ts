@@ -1,4 +1,5 @@
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { predictForm } from '@edge-image-search/contract/wire';
@@ -34,6 +35,8 @@ if (args.only !== undefined && args.only !== 'insert-bodies') throw new Error(`-
 
 const STATE_DIR = path.join(ROOT, '.wrangler/measure-memory-state');
 const OUT = path.join(ROOT, '.local/memory.json');
+/** The local stack's output (wrangler, the Worker's request log, the inference service). */
+const LOG = path.join(ROOT, '.local/logs/measure-memory.log');
 const CONCURRENT = 10;
 
 type Scenario = { name: string; run: () => Promise<string[]> };
@@ -53,6 +56,42 @@ const statusOf = async (response: Response): Promise<string> => {
   const error = message ?? (code ? `${code} ${dataMessage}` : undefined);
   return error ? `${response.status} ${error}` : `${response.status}`;
 };
+
+/**
+ * A POST of `body`, answered with the status and first error of the answer, or `reset` when the connection closed
+ * under the body before an answer could be read: wrangler's local proxy closes it as soon as the Worker answers a
+ * call it refused after a part of its body, and a client still sending then loses the answer with the connection.
+ */
+function postReadingEarlyAnswer(url: string, headers: Record<string, string>, body: Buffer): Promise<string> {
+  return new Promise((resolve) => {
+    const outgoing = request(url, { method: 'POST', headers: { ...headers, 'content-length': String(body.length) } }, (incoming) => {
+      const chunks: Buffer[] = [];
+      incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+      incoming.on('end', () => void statusOf(new Response(Buffer.concat(chunks), { status: incoming.statusCode ?? 0 })).then(resolve));
+      incoming.on('error', () => resolve('reset'));
+    });
+    outgoing.on('error', () => resolve('reset'));
+    // The socket may report the cut after the request has let it go: the same reset.
+    outgoing.on('socket', (socket) => socket.on('error', () => undefined));
+    outgoing.end(body);
+  });
+}
+
+/**
+ * The Worker's own answers to the `/insert` calls `send` makes, as its request log has them (status, failure, time in
+ * the Worker), after the answers the client read (`reset` when the connection closed first).
+ */
+async function insertsAsLogged(send: () => Promise<string[]>): Promise<string[]> {
+  const from = statSync(LOG).size;
+  const client = await send();
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const logged = readFileSync(LOG).subarray(from).toString('utf8').split('\n').flatMap((line) => {
+    if (!line.startsWith('{"event":"request"')) return [];
+    const entry = JSON.parse(line) as { endpoint: string; status: number; fail?: string; ms: number };
+    return entry.endpoint === 'insert' ? [`the Worker: ${entry.status} ${entry.fail ?? 'OK'} after ${entry.ms} ms`] : [];
+  });
+  return [...logged, ...client.map((answer) => `the client: ${answer}`)];
+}
 
 /** How many of each answer came: `10 x 200 Unauthorized.`. */
 const tally = (answers: string[]): string =>
@@ -204,23 +243,23 @@ async function hostileInserts(stack: LocalStack, hostile: AuthHeader, other: Aut
   const flood = Buffer.from('a&'.repeat(9_500_000));
   const parts = tinyParts(150_000);
   const megabytes = (bytes: Buffer): string => `${(bytes.length / 1e6).toFixed(1)} MB`;
-  const post = async (body: Buffer, contentType: string): Promise<string> =>
-    statusOf(await fetch(`${stack.baseUrl}/insert`, { method: 'POST', headers: { ...hostile, 'content-type': contentType }, body }));
+  const post = (body: Buffer, contentType: string): Promise<string> =>
+    postReadingEarlyAnswer(`${stack.baseUrl}/insert`, { ...hostile, 'content-type': contentType }, body);
   const urlencoded = 'application/x-www-form-urlencoded';
   const aloneMs = await otherAloneMs(stack, other);
   // The smallest first: workerd does not give resident memory back, so a row after a larger one may show no growth.
   return [
     {
       name: `${megabytes(parts.body)} multipart of 150,000 parts a=x with credentials to /insert`,
-      run: () => whileOtherSearches(stack, other, aloneMs, async () => [await post(parts.body, parts.contentType)]),
+      run: () => whileOtherSearches(stack, other, aloneMs, () => insertsAsLogged(async () => [await post(parts.body, parts.contentType)])),
     },
     {
       name: `${megabytes(flood)} of a&a&... (9.5 million empty parameters) with credentials to /insert`,
-      run: () => whileOtherSearches(stack, other, aloneMs, async () => [await post(flood, urlencoded)]),
+      run: () => whileOtherSearches(stack, other, aloneMs, () => insertsAsLogged(async () => [await post(flood, urlencoded)])),
     },
     {
       name: `the same, 4 at once`,
-      run: () => whileOtherSearches(stack, other, aloneMs, () => Promise.all(Array.from({ length: 4 }, () => post(flood, urlencoded)))),
+      run: () => whileOtherSearches(stack, other, aloneMs, () => insertsAsLogged(() => Promise.all(Array.from({ length: 4 }, () => post(flood, urlencoded))))),
     },
   ];
 }
@@ -255,7 +294,9 @@ async function largeMetadataSearches(stack: LocalStack, { large, other }: { larg
 async function main(): Promise<void> {
   rmSync(STATE_DIR, { recursive: true, force: true });
   const [port, inferencePort, fixturesPort] = [await freePort(), await freePort(), await freePort()];
-  const stack = await startLocalStack({ port, inferencePort, adminToken: 'measure-memory', persistTo: STATE_DIR });
+  mkdirSync(path.dirname(LOG), { recursive: true });
+  console.log(`The local stack's output: ${path.relative(ROOT, LOG)}`);
+  const stack = await startLocalStack({ port, inferencePort, adminToken: 'measure-memory', persistTo: STATE_DIR, log: openSync(LOG, 'w') });
   const fixtures = await startFixtureServer(fixturesPort);
   try {
     const admin = { baseUrl: stack.baseUrl, token: 'measure-memory' };
