@@ -47,6 +47,7 @@ export const CENTERNET_MODEL_ID = 'centernet_mobilenetv3_coco80_512-human3.3.6-l
 export class CenterNetDetector implements Detector {
   readonly modelId = CENTERNET_MODEL_ID;
   readonly labels: readonly string[] = COCO_LABELS;
+  readonly openVocabulary = false;
   readonly #session: InferenceSession;
 
   constructor(session: InferenceSession) {
