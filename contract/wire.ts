@@ -41,8 +41,41 @@ export const detectedObject = z.object({
   embedding: z.array(z.number()),
   /** The object's own dominant colours (its box, no margin), when `colors` was asked too. */
   colors: z.array(paletteColor).optional(),
+  /** Attribute name to the value judged (contract/attributes.ts), for the attributes its type's `attributes_list` names. */
+  attributes: z.record(z.string(), z.string()).optional(),
 });
 export type DetectedObject = z.infer<typeof detectedObject>;
+
+/**
+ * What `GET /health` says of the loaded detector (`detector`, once the models are loaded): whether it finds what a text
+ * names (any type, by prompts) and the types it reports when a request names none. The Worker checks an
+ * application's own types against it.
+ */
+export const detectorInfo = z.object({ model: z.string(), open_vocabulary: z.boolean(), types: z.array(z.string()) });
+export type DetectorInfo = z.infer<typeof detectorInfo>;
+
+/** The most types an application detects, prompts a type, characters a prompt, attributes a type, values an attribute. */
+export const VOCABULARY_LIMITS = { types: 100, prompts: 10, promptLength: 200, attributes: 10, values: 50, valueLength: 100 } as const;
+
+export const vocabularyType = z.object({
+  /** The product type reported, e.g. `Sneaker`. */
+  type: z.string().trim().min(1).max(VOCABULARY_LIMITS.valueLength),
+  /** For an open-vocabulary detector: the texts that find it (its default prompts, else its name, when absent). */
+  prompts: z.array(z.string().trim().min(1).max(VOCABULARY_LIMITS.promptLength)).min(1).max(VOCABULARY_LIMITS.prompts).optional(),
+  /** The attributes judged on its objects and the values each may take (`color`: names of contract/attributes.ts). */
+  attributes_list: z
+    .record(z.string().min(1).max(VOCABULARY_LIMITS.valueLength), z.array(z.string().trim().min(1).max(VOCABULARY_LIMITS.valueLength)).min(1).max(VOCABULARY_LIMITS.values))
+    .refine((list) => Object.keys(list).length <= VOCABULARY_LIMITS.attributes, { error: `at most ${VOCABULARY_LIMITS.attributes} attributes a type` })
+    .optional(),
+});
+
+/**
+ * The types a detection reports, with `detect` (docs/decisions.md, "Product types and attributes"): an application's
+ * own, or, when absent, the service's default types with the colour attribute.
+ */
+export const detectVocabulary = z.object({ types: z.array(vocabularyType).min(1).max(VOCABULARY_LIMITS.types) });
+export type DetectVocabulary = z.infer<typeof detectVocabulary>;
+export type VocabularyType = z.infer<typeof vocabularyType>;
 
 /** The most objects a `detect` answers, the best first. */
 export const MAX_DETECTED_OBJECTS = 30;
@@ -108,6 +141,8 @@ export type PredictOptions = {
    * embeddings; the service's default when absent. An application being reindexed names its old or its new one.
    */
   embedModel?: string;
+  /** With `detect`: the application's types (their prompts and attributes); the service's defaults when absent. */
+  vocabulary?: DetectVocabulary;
 };
 
 /**
@@ -125,6 +160,7 @@ export function predictForm(image: Uint8Array, tasks: readonly Task[], options: 
   if (options.box) form.set('box', options.box.join(','));
   if (options.detections) form.set('detections', JSON.stringify(options.detections));
   if (options.embedModel !== undefined) form.set('embed_model', options.embedModel);
+  if (options.vocabulary) form.set('vocabulary', JSON.stringify(options.vocabulary));
   return form;
 }
 
@@ -166,6 +202,7 @@ export const FORM_ERROR_CODES = {
   box: 'bad_box',
   detections: 'bad_detections',
   embed_model: 'bad_embed_model',
+  vocabulary: 'bad_vocabulary',
 } as const;
 
 const failWith = (ctx: z.RefinementCtx, code: string, message: string): typeof z.NEVER => {
@@ -198,19 +235,28 @@ const DETECTIONS_FORMAT =
   'The form field "detections" must be JSON {"model": string of 1-200 characters, "objects": [{"label": string, ' +
   `"score": number, "box": [x1, y1, x2, y2]}], at most ${MAX_EXTERNAL_DETECTIONS}}.`;
 
-const detectionsField = z.string({ error: DETECTIONS_FORMAT }).transform((text, ctx): ExternalDetections => {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    return failWith(ctx, 'bad_detections', 'The form field "detections" must be JSON.');
-  }
-  const parsed = externalDetections.safeParse(json);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const where = (issue?.path ?? []).map((key, i) => (typeof key === 'number' ? `[${key}]` : i > 0 ? `.${String(key)}` : String(key))).join('');
-  return failWith(ctx, 'bad_detections', `At "${where || 'detections'}": ${issue?.message ?? 'invalid'}. ${DETECTIONS_FORMAT}`);
-});
+/** A form field holding JSON read by `schema`; anything else fails with `code`, saying where and what is expected. */
+const jsonField = <T extends z.ZodType>(field: string, schema: T, code: string, format: string) =>
+  z.string({ error: format }).transform((text, ctx): z.infer<T> => {
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      return failWith(ctx, code, `The form field "${field}" must be JSON.`);
+    }
+    const parsed = schema.safeParse(json);
+    if (parsed.success) return parsed.data;
+    const issue = parsed.error.issues[0];
+    const where = (issue?.path ?? []).map((key, i) => (typeof key === 'number' ? `[${key}]` : i > 0 ? `.${String(key)}` : String(key))).join('');
+    return failWith(ctx, code, `At "${where || field}": ${issue?.message ?? 'invalid'}. ${format}`);
+  });
+
+const detectionsField = jsonField('detections', externalDetections, 'bad_detections', DETECTIONS_FORMAT);
+
+const VOCABULARY_FORMAT =
+  `The form field "vocabulary" must be JSON {"types": [{"type": string, "prompts"?: [string], "attributes_list"?: {name: [value]}}], ` +
+  `1-${VOCABULARY_LIMITS.types} types}.`;
+const vocabularyField = jsonField('vocabulary', detectVocabulary, 'bad_vocabulary', VOCABULARY_FORMAT);
 
 /** The longest embed model id: the Worker's settings and admin API hold ids to it too. */
 export const MAX_EMBED_MODEL_ID = 200;
@@ -223,7 +269,7 @@ const TEXT_FORMAT = `The form field "text" must be a text of 1-${MAX_TEXT_LENGTH
 
 /** What a request asks: tasks on an image, or the embedding of a text. */
 export type PredictRequest =
-  | { input: 'image'; image: File; tasks: Task[]; box?: Box; detections?: ExternalDetections; embedModel?: string }
+  | { input: 'image'; image: File; tasks: Task[]; box?: Box; detections?: ExternalDetections; embedModel?: string; vocabulary?: DetectVocabulary }
   | { input: 'text'; text: string; embedModel?: string };
 
 /**
@@ -242,19 +288,21 @@ export const predictFormSchema = z
     box: boxField.optional(),
     detections: detectionsField.optional(),
     embed_model: embedModelField.optional(),
+    vocabulary: vocabularyField.optional(),
   })
-  .transform(({ image, text, tasks, box, detections, embed_model: embedModel }, ctx): PredictRequest => {
+  .transform(({ image, text, tasks, box, detections, embed_model: embedModel, vocabulary }, ctx): PredictRequest => {
     const model = embedModel === undefined ? {} : { embedModel };
     if (text !== undefined) {
       if (image) return failWith(ctx, 'text_and_image', 'Send either "image" or "text", not both.');
-      if (tasks.length !== 1 || tasks[0] !== 'embed' || box || detections) {
+      if (tasks.length !== 1 || tasks[0] !== 'embed' || box || detections || vocabulary) {
         return failWith(ctx, 'text_embeds_only', 'A text is only embedded: "tasks" must be embed, with no "box" or "detections".');
       }
       return { input: 'text', text, ...model };
     }
     if (!image) return failWith(ctx, 'missing_image', 'The form field "image" must be a file (or "text", to embed a text).');
     if (detections && !tasks.includes('detect')) return failWith(ctx, 'bad_detections', 'The form field "detections" needs the detect task.');
-    return { input: 'image', image, tasks, ...(box && { box }), ...(detections && { detections }), ...model };
+    if (vocabulary && !tasks.includes('detect')) return failWith(ctx, 'bad_vocabulary', 'The form field "vocabulary" needs the detect task.');
+    return { input: 'image', image, tasks, ...(box && { box }), ...(detections && { detections }), ...model, ...(vocabulary && { vocabulary }) };
   });
 
 /** Every error the service answers: `{"error": {"code", "message"}}`. */

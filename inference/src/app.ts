@@ -5,7 +5,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { FORM_ERROR_CODES, predictFormSchema, PRIORITIES, PRIORITY_HEADER, type ErrorBody, type Priority } from '@edge-image-search/contract/wire';
+import { FORM_ERROR_CODES, predictFormSchema, PRIORITIES, PRIORITY_HEADER, type DetectorInfo, type ErrorBody, type Priority } from '@edge-image-search/contract/wire';
 import { ApiError } from './errors.ts';
 import { ImageDecodeError } from './image/decode.ts';
 import type { ModelRegistry } from './models/registry.ts';
@@ -45,7 +45,11 @@ export function createApp(state: ServiceState): Hono {
           return { id, dim, text: embedText !== undefined };
         })
       : [];
-    return c.json({ status: 'ok', models: embed ? 'ready' : 'loading', embed_models: embed?.ids ?? [], embedders });
+    // What an application's own types may be (the Worker checks them against it): any, named by prompts, for an
+    // open-vocabulary detector; else those it can report.
+    const detect = state.models()?.detect;
+    const detector: DetectorInfo | undefined = detect && { model: detect.modelId, open_vocabulary: detect.openVocabulary, types: detect.types };
+    return c.json({ status: 'ok', models: embed ? 'ready' : 'loading', embed_models: embed?.ids ?? [], embedders, ...(detector && { detector }) });
   });
   app.get('/ready', (c) => (state.models() ? c.json({ status: 'ready' }) : c.json({ status: 'loading' }, 503)));
 
@@ -64,9 +68,9 @@ export function createApp(state: ServiceState): Hono {
     try {
       const request = await readForm(c.req.raw, held);
       if (request.input === 'text') return c.json(await serve(priority, () => predictText(request.text, models, inFlight, request.embedModel)));
-      const { image, tasks, box, detections, embedModel } = request;
+      const { image, tasks, box, detections, embedModel, vocabulary } = request;
       const bytes = new Uint8Array(await image.arrayBuffer());
-      return c.json(await serve(priority, () => predict(bytes, tasks, models, inFlight, { box, detections, embedModel })));
+      return c.json(await serve(priority, () => predict(bytes, tasks, models, inFlight, { box, detections, embedModel, vocabulary })));
     } finally {
       held.release();
     }

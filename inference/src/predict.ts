@@ -41,7 +41,7 @@ async function runTasks<T extends Task>(
   tasks: readonly T[],
   models: ModelRegistry,
   embedder: Embedder,
-  { box, detections }: PredictOptions,
+  { box, detections, vocabulary }: PredictOptions,
 ): Promise<Prediction<T>> {
   const image = await IMAGE_WORK.run(() => decodeImage(bytes));
   // Filled task by task: the tasks asked are the keys the answer's type promises.
@@ -55,13 +55,13 @@ async function runTasks<T extends Task>(
     answer.box = [...clamped] as Box;
     view = cropView(view, clamped);
   }
-  const objectColors = (tasks as readonly Task[]).includes('colors') ? (crop: ImageView) => models.colors.palette(crop) : undefined;
+  const palette = (crop: ImageView) => models.colors.palette(crop);
   const run = (task: Task): Promise<object> => {
     switch (task) {
       case 'embed':
         return embedder.predict(view);
       case 'detect':
-        return models.detect.predict(view, { embedder, objectColors, external: detections });
+        return models.detect.predict(view, { embedder, palette, withColors: (tasks as readonly Task[]).includes('colors'), external: detections, vocabulary });
       case 'colors':
         return models.colors.predict(view);
     }

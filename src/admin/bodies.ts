@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_EMBED_MODEL_ID } from '@edge-image-search/contract/wire';
+import { MAX_EMBED_MODEL_ID, VOCABULARY_LIMITS, vocabularyType } from '@edge-image-search/contract/wire';
 import { FIELD_TYPES } from '../storage/apps';
 
 // The admin API's path parameter and JSON bodies (docs/decisions.md): its routes (routes/admin.ts) check them,
@@ -51,4 +51,17 @@ export const settingsBody = strictBody({
   searches_per_minute: limit,
   upload_bytes_per_minute: limit,
   text_default_operator: z.enum(['AND', 'OR']).optional(),
+});
+
+/**
+ * An application's own detectable types (docs/decisions.md, "Product types and attributes"): each type, its prompts
+ * (an open-vocabulary detector only) and the values of its attributes; checked against the loaded detector by
+ * routes/admin.ts.
+ */
+export const productTypesBody = strictBody({
+  types: z
+    .array(vocabularyType.strict())
+    .min(1, 'give at least one type')
+    .max(VOCABULARY_LIMITS.types, `at most ${VOCABULARY_LIMITS.types} types`)
+    .refine((types) => new Set(types.map(({ type }) => type.toLowerCase())).size === types.length, 'type names must be unique (whatever their case)'),
 });

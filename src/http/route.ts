@@ -16,7 +16,7 @@ import { valueSchema, type ParamShape } from './param-schema';
  * say other than what the route does.
  */
 type RouteFields = {
-  method: 'get' | 'post' | 'put' | 'patch';
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** OpenAPI's form: `{trans_id}`, not Hono's `:trans_id`. */
   path: string;
   operationId: string;

@@ -21,8 +21,8 @@ import {
   type ItemOutcome,
   type PendingItem,
 } from '../storage/transactions';
-import { getSchema } from '../storage/apps';
-import { embedModelsToWrite } from '../storage/reindexes';
+import { getSchema, vocabularyOf } from '../storage/apps';
+import { writeTargets } from '../storage/reindexes';
 import { replaceVectorMetadata, vectorMetadata, writeImageVectors, type ModelEmbedding } from '../storage/vectors';
 import { embeddingMismatch } from './embedding-mismatch';
 import type { InsertMessage } from './message';
@@ -66,15 +66,16 @@ async function fetchAndPredict(
   item: PendingItem,
 ): Promise<{ bytes: Uint8Array; info: ImageInfo; prediction: Prediction; embeddings: ModelEmbedding[] }> {
   // Read while the image downloads; read after the item was accepted, so a reindex begun before is seen.
-  const [bytes, models] = await Promise.all([imageBytes(env, item), embedModelsToWrite(env.DB, item.appId)]);
+  const [bytes, { models, productTypes }] = await Promise.all([imageBytes(env, item), writeTargets(env.DB, item.appId)]);
+  const vocabulary = vocabularyOf({ productTypes });
   const info = probeImage(bytes);
   if (!info) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
   if (!hasSupportedDimensions(info)) throw new ItemRejected(DATA_ERRORS.unsupportedDimension);
   try {
     const [model, ...others] = models;
     const [prediction, ...alsoIn] = await Promise.all([
-      inference(env).predict(bytes, ['embed', 'detect', 'colors'], { priority: 'bulk', embedModel: model }),
-      ...others.map((embedModel) => inference(env).predict(bytes, ['embed', 'detect'], { priority: 'bulk', embedModel })),
+      inference(env).predict(bytes, ['embed', 'detect', 'colors'], { priority: 'bulk', embedModel: model, vocabulary }),
+      ...others.map((embedModel) => inference(env).predict(bytes, ['embed', 'detect'], { priority: 'bulk', embedModel, vocabulary })),
     ]);
     const objectCount = prediction.detect.objects.length;
     const embeddings = [prediction, ...alsoIn].map(({ embed, detect }, k) => {
@@ -139,7 +140,7 @@ async function updateMetadata(env: Env, item: PendingItem): Promise<void> {
   const merged = await mergeImageMetadata(env.DB, item, attempt);
   if (merged.kind === 'merged') {
     // Read after the merge, which holds a reindex's retire pass back: an old model emptied since is not written again.
-    const [schema, models] = await Promise.all([getSchema(env.DB, item.appId), embedModelsToWrite(env.DB, item.appId)]);
+    const [schema, { models }] = await Promise.all([getSchema(env.DB, item.appId), writeTargets(env.DB, item.appId)]);
     await replaceVectorMetadata(env, merged.image, vectorMetadata(merged.image.metadata, schema), models);
   }
   // Not in the collection: the insert it waited for failed (a remove since its acceptance failed it already, with 111).

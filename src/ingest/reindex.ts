@@ -10,9 +10,9 @@
 import { base64ToBytes } from '../base64';
 import type { Env } from '../env';
 import { inference } from '../ports/inference';
-import { UndecodableImageError, UnknownEmbedModelError } from '../ports/inference/types';
+import { UndecodableImageError, UnknownEmbedModelError, type DetectVocabulary } from '../ports/inference/types';
 import { appCacheTtlMs } from '../storage/app-cache';
-import { getSchema, type SchemaField } from '../storage/apps';
+import { getSchema, vocabularyOf, type SchemaField } from '../storage/apps';
 import { getImagesByIds } from '../storage/images';
 import type { ImageMetadata } from '../storage/metadata';
 import {
@@ -25,6 +25,7 @@ import {
   markReembedded,
   noteReindexError,
   switchToNewModel,
+  writeTargets,
   type ImageToReembed,
   type Reindex,
 } from '../storage/reindexes';
@@ -53,7 +54,7 @@ export type ReindexStep = { next: 'now' | 'wait'; step: number; delaySeconds?: n
 const ENDED: ReindexStep = { next: 'ended' };
 const then = (next: 'now' | 'wait', step: number | null): ReindexStep => (step === null ? ENDED : { next, step });
 
-async function reembed(env: Env, reindex: Reindex, image: ImageToReembed, schema: SchemaField[]): Promise<void> {
+async function reembed(env: Env, reindex: Reindex, image: ImageToReembed, schema: SchemaField[], vocabulary: DetectVocabulary | undefined): Promise<void> {
   const stillLive = async () => (await getImagesByIds(env.DB, reindex.appId, [image.id], [])).size > 0;
   const stored = await env.BLOBS.get(image.blob_key);
   if (!stored) {
@@ -64,7 +65,7 @@ async function reembed(env: Env, reindex: Reindex, image: ImageToReembed, schema
   const bytes = new Uint8Array(await stored.arrayBuffer());
   let prediction;
   try {
-    prediction = await inference(env).predict(bytes, ['embed', 'detect'], { priority: 'bulk', embedModel: reindex.toModel });
+    prediction = await inference(env).predict(bytes, ['embed', 'detect'], { priority: 'bulk', embedModel: reindex.toModel, vocabulary });
   } catch (error) {
     if (error instanceof UnknownEmbedModelError) throw new ReindexFailed(error.message);
     if (error instanceof UndecodableImageError) throw new ReindexFailed(`The stored image of version ${image.id} cannot be read: ${error.message}`);
@@ -122,8 +123,8 @@ export async function continueReindex(env: Env, appId: string, step: number): Pr
   try {
     const images = await imagesToReembed(env.DB, appId, reindex.toModel, REEMBED_CHUNK);
     if (images.length > 0) {
-      const schema = await getSchema(env.DB, appId);
-      await Promise.all(images.map((image) => reembed(env, reindex, image, schema)));
+      const [schema, { productTypes }] = await Promise.all([getSchema(env.DB, appId), writeTargets(env.DB, appId)]);
+      await Promise.all(images.map((image) => reembed(env, reindex, image, schema, vocabularyOf({ productTypes }))));
       return then('now', await advanceReindex(env.DB, reindex));
     }
     // Other isolates search the old model until their copy of the application expires (docs/decisions.md, Caching

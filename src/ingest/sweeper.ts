@@ -9,7 +9,7 @@ import { formatTimestamp } from '../time';
 import { failForGood } from './dead-letters';
 import { deleteSettledStaged } from './staged-uploads';
 import { MAX_MESSAGES_PER_SEND, sendInsertMessages, sendReindexMessage } from './message';
-import { embedModelsToWrite, failReindex, resumeReindex, stalledReindexes } from '../storage/reindexes';
+import { writeTargets, failReindex, resumeReindex, stalledReindexes } from '../storage/reindexes';
 import { replaceVectorMetadata, vectorMetadata } from '../storage/vectors';
 
 /**
@@ -34,7 +34,7 @@ const STALE_PER_RUN = 100;
  */
 async function rewriteStaleVectors(env: Env, stale: StaleVectors): Promise<void> {
   // Models read while the record holds a reindex's retire pass back: an old model emptied since is not written again.
-  const [schema, models] = await Promise.all([getSchema(env.DB, stale.appId), embedModelsToWrite(env.DB, stale.appId)]);
+  const [schema, { models }] = await Promise.all([getSchema(env.DB, stale.appId), writeTargets(env.DB, stale.appId)]);
   const live = async () => (await getImagesByIds(env.DB, stale.appId, [stale.imageId], 'all')).get(stale.imageId);
   let written: string | undefined;
   for (let image = await live(); image && JSON.stringify(image.metadata) !== written; image = await live()) {

@@ -1,15 +1,17 @@
 import type { Context, Handler } from 'hono';
 import type { z } from 'zod';
-import { APP_PATH, createAppBody, reindexBody, schemaBody, settingsBody } from '../admin/bodies';
+import { APP_PATH, createAppBody, productTypesBody, reindexBody, schemaBody, settingsBody } from '../admin/bodies';
+import { productTypesProblem } from '../admin/product-types';
 import { newAppKeys } from '../auth/keys';
 import type { AppEnv, Env } from '../env';
 import { invalidParameter, ApiError } from '../http/envelope';
 import { httpErrors, route, type RouteDeclaration } from '../http/route';
 import * as responses from '../openapi/responses';
 import { sendReindexMessage } from '../ingest/message';
-import { createApp, getApp, getSchema, replaceSchema, updateSettings, type AppRecord } from '../storage/apps';
+import { createApp, getApp, getSchema, replaceSchema, setProductTypes, updateSettings, type AppRecord } from '../storage/apps';
 import { defaultEmbedModel, embedModels, isEmbedModel } from '../storage/embed-models';
 import { embedModelProblem } from '../ingest/reindex';
+import { inference } from '../ports/inference';
 import { InferenceUnavailableError } from '../ports/inference/types';
 import { getReindex, imagesInModel, resumeReindex, startReindex } from '../storage/reindexes';
 
@@ -24,6 +26,7 @@ const describe = (app: AppRecord) => ({
   upload_bytes_per_minute: app.limits.uploadBytesPerMinute,
   text_default_operator: app.textDefaultOperator,
   embed_model: app.embedModel,
+  product_types: app.productTypes,
 });
 
 async function readJson<T>(c: Context<AppEnv>, schema: z.ZodType<T>): Promise<T> {
@@ -91,6 +94,34 @@ const replaceSchemaHandler: Handler<AppEnv, AppPath> = async (c) => {
   return c.json({ status: 'OK', app_id: app.id, schema: { fields } });
 };
 
+/** The inference service's answer, or 503 saying it is unavailable. */
+const whenAvailable = <T>(call: Promise<T>): Promise<T> =>
+  call.catch((error: unknown) => {
+    if (error instanceof InferenceUnavailableError) throw new ApiError(503, `The inference service is unavailable: ${error.message}`);
+    throw error;
+  });
+
+/**
+ * An application's own detectable types, checked against the loaded detector (admin/product-types.ts); they apply to
+ * the next search, and to the objects of images inserted from then on (docs/decisions.md, "Product types and
+ * attributes").
+ */
+const setProductTypesHandler: Handler<AppEnv, AppPath> = async (c) => {
+  const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
+  const { types } = await readJson(c, productTypesBody);
+  const problem = productTypesProblem(types, await whenAvailable(inference(c.env).detector()));
+  if (problem) throw invalidParameter(problem);
+  await setProductTypes(c.env.DB, app.id, types);
+  return c.json({ status: 'OK', ...describe(await appOrNotFound(c.env.DB, app.id)) });
+};
+
+/** Back to the service's default types. */
+const resetProductTypesHandler: Handler<AppEnv, AppPath> = async (c) => {
+  const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
+  await setProductTypes(c.env.DB, app.id, null);
+  return c.json({ status: 'OK', ...describe(await appOrNotFound(c.env.DB, app.id)) });
+};
+
 /** An application's latest reindex as the admin API answers it; 404 when it never had one. */
 async function describeReindex(env: Env, app: AppRecord) {
   const reindex = await getReindex(env.DB, app.id);
@@ -132,10 +163,7 @@ const startReindexHandler: Handler<AppEnv, AppPath> = async (c) => {
   const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
   const { embed_model: toModel } = await readJson(c, reindexBody);
   requireEmbedModel(c.env, toModel);
-  const problem = await embedModelProblem(c.env, toModel).catch((error: unknown) => {
-    if (error instanceof InferenceUnavailableError) throw new ApiError(503, `The inference service is unavailable: ${error.message}`);
-    throw error;
-  });
+  const problem = await whenAvailable(embedModelProblem(c.env, toModel));
   if (problem) throw invalidParameter(`embed_model: ${problem}`);
   const started = await startReindex(c.env.DB, app.id, toModel);
   // Not begun: one into this model under way goes on with a new chain of steps (the old one stops); else refused.
@@ -240,5 +268,38 @@ export const adminRoutes = [
       failure: httpErrors(404),
     },
     getReindexHandler,
+  ),
+  route(
+    {
+      ...adminAccess,
+      method: 'put',
+      path: '/admin/apps/{app_id}/product-types',
+      operationId: 'setProductTypes',
+      summary: "Set an application's own detectable types",
+      description:
+        'With an open-vocabulary detector (OWL-ViT, OWLv2) any types, each found by its `prompts` (its default ' +
+        'prompts, or "a <type>", when absent); otherwise a subset of the types the detector reports, without prompts. ' +
+        "`attributes_list` names each type's attributes and their values (`color`: the service's colour names); " +
+        'without it, a type has `color`. `product_types_list`, `object_types_list` and `detection` follow from the next ' +
+        'search; objects of images already stored keep their types until a reindex.',
+      pathParams: APP_PATH,
+      body: { media: JSON_BODY, schema: productTypesBody },
+      success: { status: 200, schema: responses.appSettingsResponse, description: 'The application.' },
+      failure: httpErrors(404, 503),
+    },
+    setProductTypesHandler,
+  ),
+  route(
+    {
+      ...adminAccess,
+      method: 'delete',
+      path: '/admin/apps/{app_id}/product-types',
+      operationId: 'resetProductTypes',
+      summary: "Give an application the service's default types again",
+      pathParams: APP_PATH,
+      success: { status: 200, schema: responses.appSettingsResponse, description: 'The application.' },
+      failure: httpErrors(404),
+    },
+    resetProductTypesHandler,
   ),
 ];

@@ -49,7 +49,7 @@ async function prepare(
 
   const analysed = (async () => {
     const query = await wrapTime(c, 'image', resolveQueryImage(c.env, app, params, c.var.queryBytesLeft));
-    return { query, analysis: query.analysis ?? (await wrapTime(c, 'inference', analyzeImage(c.env, await query.bytes(), app.embedModel))) };
+    return { query, analysis: query.analysis ?? (await wrapTime(c, 'inference', analyzeImage(c.env, await query.bytes(), app))) };
   })();
   // The text is embedded while the image is read and analysed; a model that reads none fails before anything is kept.
   const [{ query, analysis }, textVector] = await Promise.all([
@@ -57,7 +57,7 @@ async function prepare(
     text === undefined ? undefined : wrapTime(c, 'text', embedQueryText(c.env, text, app.embedModel)),
   ]);
   const mode = detectionMode(detection, analysis.types);
-  const box = region.kind === 'box' ? analyzeBox(c.env, query.bytes, region.box, analysis, { mode, sensitivity }) : undefined;
+  const box = region.kind === 'box' ? analyzeBox(c.env, query.bytes, region.box, analysis, { mode, sensitivity }, app) : undefined;
   const content = box && endpoint.searchesContent(box) ? await wrapTime(c, 'box', box.content()) : undefined;
   // Kept while the index is searched (each route awaits both): the answer still names an im_id that is there.
   const kept = wrapTime(c, 'keep', keepQueryImage(c.env, app.id, query, analysis));
@@ -82,7 +82,7 @@ const uploadSearch: Handler<AppEnv> = async (c) => {
     page: paging.page,
     limit: paging.limit,
     product_types: detected.map(({ object }) => describeObject(object)),
-    product_types_list: typeList(analysis.types),
+    product_types_list: typeList(analysis.types, c.var.app),
     ...page,
     im_id: query.imId,
     ...(options.qinfo ? { qinfo: { im_id: query.imId, box: searched.box, type: target?.objectType ?? null, ...(text && { q: text }) } } : {}),
@@ -111,7 +111,7 @@ const discoverSearch: Handler<AppEnv> = async (c) => {
     detection_limit: detectionLimit,
     page: paging.page,
     objects: found,
-    object_types_list: typeList(analysis.types),
+    object_types_list: typeList(analysis.types, c.var.app),
     im_id: query.imId,
     ...(options.qinfo ? { qinfo: { im_id: query.imId, box: discoverSearchedBox(objects), detection, ...(text && { q: text }) } } : {}),
   });

@@ -1,6 +1,8 @@
 import { choice, integer, readParam, text } from '../http/param-schema';
 import type { RequestParams } from '../http/params';
 import type { DetectedObject } from '../ports/inference/types';
+import type { AppRecord } from '../storage/apps';
+import { DEFAULT_ATTRIBUTES_LIST } from '@edge-image-search/contract/attributes';
 import { boxArea } from '@edge-image-search/contract/boxes';
 import { contains, type Point } from './region';
 
@@ -67,13 +69,20 @@ export const objectAt = (objects: DetectedObject[], mode: DetectionMode, sensiti
     .filter((object) => contains(object.box, point))
     .sort((a, b) => boxArea(a.box) - boxArea(b.box))[0];
 
-/** A detected object as answers show it (docs/api.md, Result items and detected objects); the detector has no attribute models. */
-export const describeObject = (object: Pick<DetectedObject, 'type' | 'score' | 'box'>) => ({
+/** A detected object as answers show it (docs/api.md, Result items and detected objects), with its attributes. */
+export const describeObject = (object: Pick<DetectedObject, 'type' | 'score' | 'box' | 'attributes'>) => ({
   type: object.type,
-  attributes: {},
+  attributes: object.attributes ?? {},
   score: object.score,
   box: object.box,
 });
 
-/** `product_types_list` / `object_types_list`: every type the loaded detector can report. */
-export const typeList = (types: string[]) => types.map((type) => ({ type, attributes_list: {} }));
+/** What a kept analysis was made under: another list of types since makes it stale (query-analysis.ts). */
+export const vocabularyKey = (app: Pick<AppRecord, 'productTypes'>): string => JSON.stringify(app.productTypes);
+
+/**
+ * `product_types_list` / `object_types_list`: every type the detection could report, each with the values its
+ * attributes may take (the application's `attributes_list`, else the colour names).
+ */
+export const typeList = (types: string[], app: Pick<AppRecord, 'productTypes'>) =>
+  types.map((type) => ({ type, attributes_list: app.productTypes?.find((entry) => entry.type === type)?.attributes_list ?? DEFAULT_ATTRIBUTES_LIST }));

@@ -14,7 +14,8 @@ import {
 } from '../ports/inference/types';
 import { box, detectedObject } from '@edge-image-search/contract/wire';
 import { boxArea, intersectionArea, iou } from '@edge-image-search/contract/boxes';
-import { keptObjects, type DetectionMode, type Sensitivity } from './detection';
+import { vocabularyOf, type AppRecord } from '../storage/apps';
+import { keptObjects, vocabularyKey, type DetectionMode, type Sensitivity } from './detection';
 
 /** A searched area of the query image, with its embedding. */
 export type QueryRegion = { box: Box; embedding: number[] };
@@ -22,7 +23,9 @@ export type QueryRegion = { box: Box; embedding: number[] };
 const queryAnalysis = z.object({
   /** The embedding model of every embedding in it: one of another model is not kept for the application's searches. */
   embedModel: z.string(),
-  /** Every type the detector can report. */
+  /** The application's types it was detected with (vocabularyKey): one made under other types is not kept. */
+  vocabulary: z.string(),
+  /** Every type the detection could report. */
   types: z.array(z.string()),
   /** Detected objects of the whole image, most confident first. */
   objects: z.array(detectedObject),
@@ -62,14 +65,17 @@ export const keptAnalysisText = (analysis: QueryAnalysis): string =>
     whole: { ...analysis.whole, embedding: packEmbedding(analysis.whole.embedding) },
   });
 
+/** What an analysis is made under: the application's embedding model and its types. */
+export type AnalysedApp = Pick<AppRecord, 'embedModel' | 'productTypes'>;
+
 /**
- * A kept analysis read back; undefined when it is not one, or was made by another embedding model than `embedModel`
- * (the application moved to a new one since): the image is then analysed again.
+ * A kept analysis read back; undefined when it is not one, or was made by another embedding model than the
+ * application's (it moved to a new one since) or under other types: the image is then analysed again.
  */
-export function parseQueryAnalysis(text: string, embedModel: string): QueryAnalysis | undefined {
+export function parseQueryAnalysis(text: string, app: AnalysedApp): QueryAnalysis | undefined {
   try {
     const analysis = keptAnalysis.parse(JSON.parse(text));
-    return analysis.embedModel === embedModel ? analysis : undefined;
+    return analysis.embedModel === app.embedModel && analysis.vocabulary === vocabularyKey(app) ? analysis : undefined;
   } catch {
     return undefined;
   }
@@ -110,11 +116,12 @@ async function predictEmbedDetect(env: Env, bytes: Uint8Array, options: PredictO
  * Embeds and detects once on the whole query image. Detection always runs: its type list is part of every answer,
  * and a `detection` value can only be told from an unsupported one by the types the detector knows.
  */
-export async function analyzeImage(env: Env, bytes: Uint8Array, embedModel: string): Promise<QueryAnalysis> {
-  const prediction = await predictEmbedDetect(env, bytes, { embedModel });
+export async function analyzeImage(env: Env, bytes: Uint8Array, app: AnalysedApp): Promise<QueryAnalysis> {
+  const prediction = await predictEmbedDetect(env, bytes, { embedModel: app.embedModel, vocabulary: vocabularyOf(app) });
   const { width, height } = prediction.image;
   return {
     embedModel: prediction.embed.model,
+    vocabulary: vocabularyKey(app),
     types: prediction.detect.types,
     objects: prediction.detect.objects,
     whole: { box: [0, 0, width, height], embedding: prediction.embed.vector },
@@ -145,6 +152,7 @@ export function analyzeBox(
   requested: Box,
   analysis: QueryAnalysis,
   detection: { mode: DetectionMode; sensitivity: Sensitivity },
+  app: AnalysedApp,
 ): BoxAnalysis {
   if (iou(requested, analysis.whole.box) === 0) throw invalidParameter('box is outside the image.');
   const kept = keptObjects(analysis.objects, detection.mode, detection.sensitivity);
@@ -152,7 +160,7 @@ export function analyzeBox(
   const within = kept.filter((object) => object !== named && shareInside(object.box, requested) >= SAME_OBJECT_IOU);
   let content: Promise<BoxContent> | undefined;
   const analyzeContent = async (): Promise<BoxContent> => {
-    const prediction = await predictEmbedDetect(env, await bytes(), { box: requested, embedModel: analysis.embedModel });
+    const prediction = await predictEmbedDetect(env, await bytes(), { box: requested, embedModel: analysis.embedModel, vocabulary: vocabularyOf(app) });
     const region = { box: prediction.box ?? requested, embedding: prediction.embed.vector };
     const inside = keptObjects(prediction.detect.objects, detection.mode, detection.sensitivity);
     return { region, filling: objectOfBox(inside, region.box), inside };

@@ -33,7 +33,7 @@ const notFound = (): ApiError => new ApiError(404, 'Image not found with im_id.'
  */
 export type QueryImage = { imId: string; bytes: () => Promise<Uint8Array>; info: ImageInfo; isNew: boolean; analysis?: QueryAnalysis };
 
-type QueryApp = Pick<AppRecord, 'id' | 'embedModel' | 'limits'>;
+type QueryApp = Pick<AppRecord, 'id' | 'embedModel' | 'limits' | 'productTypes'>;
 
 const newImId = (): string => crypto.randomUUID().replaceAll('-', '');
 
@@ -93,7 +93,7 @@ export async function resolveQueryImage(env: Env, app: QueryApp, params: Request
       return new Uint8Array(await object.arrayBuffer());
     };
     // A kept analysis that does not read as one, or of another model, is made again (and kept again).
-    const analysis = row.analysis === null ? undefined : parseQueryAnalysis(row.analysis, app.embedModel);
+    const analysis = row.analysis === null ? undefined : parseQueryAnalysis(row.analysis, app);
     return { imId, bytes: () => (stored ??= read()), info, isNew: false, ...(analysis ? { analysis } : {}) };
   }
 

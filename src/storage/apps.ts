@@ -1,3 +1,4 @@
+import type { DetectVocabulary, VocabularyType } from '@edge-image-search/contract/wire';
 import { formatTimestamp } from '../time';
 import { APP_CACHE_ENTRIES, AppCache, appCacheTtlMs } from './app-cache';
 import { forgetNumbers, NUMBER_TAKEN, takeNumber } from './sequence';
@@ -28,6 +29,8 @@ export type AppRecord = {
   textDefaultOperator: TextOperator;
   /** The embedding model the application's vectors belong to: queries are embedded by it (storage/embed-models.ts). */
   embedModel: string;
+  /** Its own detectable types (docs/decisions.md, "Product types and attributes"); null: the service's defaults. */
+  productTypes: VocabularyType[] | null;
 };
 /** What is stored of a new application's keys: the secret key and the app key only as digests (auth/keys.ts). */
 export type NewApp = { id: string; name: string; accessKey: string; secretKeyHash: string; appKeyHash: string };
@@ -44,6 +47,7 @@ type AppRow = {
   upload_bytes_per_minute: number | null;
   text_default_operator: TextOperator;
   embed_model: string;
+  product_types: string | null;
 };
 
 const toRecord = (row: AppRow): AppRecord => ({
@@ -59,7 +63,18 @@ const toRecord = (row: AppRow): AppRecord => ({
   },
   textDefaultOperator: row.text_default_operator,
   embedModel: row.embed_model,
+  productTypes: row.product_types === null ? null : (JSON.parse(row.product_types) as VocabularyType[]),
 });
+
+/** An application's types as the inference service reads them; absent: the service's default types. */
+export const vocabularyOf = (app: Pick<AppRecord, 'productTypes'>): DetectVocabulary | undefined =>
+  app.productTypes ? { types: app.productTypes } : undefined;
+
+/** Sets an application's own detectable types, or (null) gives it the service's defaults again. */
+export async function setProductTypes(db: D1Database, appId: string, types: VocabularyType[] | null): Promise<void> {
+  await db.prepare('UPDATE apps SET product_types = ? WHERE id = ?').bind(types === null ? null : JSON.stringify(types), appId).run();
+  forgetApp(appId);
+}
 
 /** A new application, on `embedModel`. */
 export async function createApp(db: D1Database, app: NewApp, embedModel: string): Promise<void> {

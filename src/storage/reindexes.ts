@@ -1,3 +1,4 @@
+import type { VocabularyType } from '@edge-image-search/contract/wire';
 import { formatTimestamp } from '../time';
 import { forgetApp } from './apps';
 
@@ -113,16 +114,20 @@ export async function resumeReindex(db: D1Database, appId: string, sweep = false
   return row?.step ?? null;
 }
 
-/** The models a new version of the application's images must be written in: its own, and the one it is moving to. */
-export async function embedModelsToWrite(db: D1Database, appId: string): Promise<string[]> {
+/**
+ * What a new version of the application's images is made for: the models it must be written in (its own, and the one
+ * it is moving to), and the application's own types its objects are detected as (null: the service's defaults).
+ */
+export async function writeTargets(db: D1Database, appId: string): Promise<{ models: string[]; productTypes: VocabularyType[] | null }> {
   const row = await db
     .prepare(
-      `SELECT a.embed_model, r.to_model FROM apps a LEFT JOIN reindexes r ON r.app_id = a.id AND r.state = 'embedding' WHERE a.id = ?`,
+      `SELECT a.embed_model, a.product_types, r.to_model FROM apps a LEFT JOIN reindexes r ON r.app_id = a.id AND r.state = 'embedding' WHERE a.id = ?`,
     )
     .bind(appId)
-    .first<{ embed_model: string; to_model: string | null }>();
+    .first<{ embed_model: string; product_types: string | null; to_model: string | null }>();
   if (!row) throw new Error(`No application ${appId}`);
-  return row.to_model === null || row.to_model === row.embed_model ? [row.embed_model] : [row.embed_model, row.to_model];
+  const models = row.to_model === null || row.to_model === row.embed_model ? [row.embed_model] : [row.embed_model, row.to_model];
+  return { models, productTypes: row.product_types === null ? null : (JSON.parse(row.product_types) as VocabularyType[]) };
 }
 
 /** An image whose vectors are not yet in the reindex's model. */

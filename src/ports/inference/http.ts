@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { errorBody, predictForm, predictionSchema, PRIORITY_HEADER, textForm, textPredictionSchema } from '@edge-image-search/contract/wire';
+import { detectorInfo, errorBody, predictForm, predictionSchema, PRIORITY_HEADER, textForm, textPredictionSchema } from '@edge-image-search/contract/wire';
 import {
   InferenceBusyError,
   InferenceUnavailableError,
@@ -57,5 +57,19 @@ export function httpInference(baseUrl: string, config: { timeoutMs: number; secr
     /** A search's text: interactive, retried as an interactive prediction is. */
     embedText: async (text, { embedModel }) =>
       (await retryUnavailable(config.retries, () => once(textForm(text, { embedModel }), undefined, textPredictionSchema))).embed,
+    /** The detector of `/health`: absent while the service loads its models, which is its being unavailable. */
+    detector: () =>
+      retryUnavailable(config.retries, async () => {
+        let answer: unknown;
+        try {
+          const response = await fetch(new URL('/health', baseUrl), { signal: AbortSignal.timeout(config.timeoutMs) });
+          answer = await response.json();
+        } catch (error) {
+          throw new InferenceUnavailableError(`inference health request failed: ${String(error)}`);
+        }
+        const health = z.object({ detector: detectorInfo }).safeParse(answer);
+        if (!health.success) throw new InferenceUnavailableError('inference has no detector loaded yet');
+        return health.data.detector;
+      }),
   };
 }

@@ -2,13 +2,15 @@
  * The inference port: one call runs every asked task on one image, or embeds one text. The wire types come from the
  * service's contract (contract/wire.ts, `POST /predict`), so both sides read one description.
  */
-import type { Prediction, PredictOptions, Task, TextPrediction } from '@edge-image-search/contract/wire';
+import type { DetectorInfo, Prediction, PredictOptions, Task, TextPrediction } from '@edge-image-search/contract/wire';
 
 export { MAX_DETECTED_OBJECTS, MAX_TEXT_LENGTH } from '@edge-image-search/contract/wire';
 
 export type {
   Box,
   DetectedObject,
+  DetectorInfo,
+  DetectVocabulary,
   ExternalDetections,
   PaletteColor,
   Prediction,
@@ -24,6 +26,8 @@ export interface Inference {
   predict<T extends Task>(image: Uint8Array, tasks: readonly T[], options?: PredictOptions): Promise<Prediction<T>>;
   /** The text tower's vector of a text (at most MAX_TEXT_LENGTH), comparable with that model's image vectors. */
   embedText(text: string, options: { embedModel: string }): Promise<TextPrediction['embed']>;
+  /** What the service's detector can report (its `/health`), for checking an application's own types. */
+  detector(): Promise<DetectorInfo>;
 }
 
 /** The bytes are not an image the models can read: a permanent failure for this image. */

@@ -29,6 +29,8 @@ export function withWorkersAiDetection(
 ): Inference {
   return {
     embedText: (text, options) => service.embedText(text, options),
+    // DETR's COCO labels are mapped by the service's label map: its types are the ones reported.
+    detector: () => service.detector(),
     async predict(image, tasks, options = {}) {
       if (!(tasks as readonly Task[]).includes('detect') || image.byteLength > maxImageBytes) return service.predict(image, tasks, options);
       const objects = await retryUnavailable(retries, () => detectWithDetr(ai, image));

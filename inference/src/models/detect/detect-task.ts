@@ -1,4 +1,4 @@
-import type { DetectedObject, ExternalDetections, PaletteColor, TaskResult } from '@edge-image-search/contract/wire';
+import type { DetectedObject, DetectVocabulary, ExternalDetections, PaletteColor, TaskResult, VocabularyType } from '@edge-image-search/contract/wire';
 import { cropView, type ImageView } from '../../image/view.ts';
 import type { Runtime } from '../../runtime/runtime.ts';
 import type { Embedder } from '../embed/embedder.ts';
@@ -8,8 +8,9 @@ import { loadCenterNet } from './centernet.ts';
 import { COCO_LABELS } from './coco-labels.ts';
 import type { Detector } from './detector.ts';
 import { loadLabelMap, mappedTypes, type LabelMap } from './label-map.ts';
-import { cropBoxWithMargin, DETECT_MIN_SCORE, keepDistinct, selectObjects, toViewPixels } from './objects.ts';
-import type { ProductType } from './product-types.ts';
+import { cropBoxWithMargin, DETECT_MIN_SCORE, keepDistinct, selectObjects, toViewPixels, type MappedObject } from './objects.ts';
+import { ObjectAttributes } from './attributes.ts';
+import { loadDefaultPrompts, promptsOf, type DefaultPrompts } from './prompts.ts';
 import { loadMoveNet, type MoveNetPoseEstimator } from '../pose/movenet.ts';
 import { PERSON_LABEL, wornGarments } from './worn-garments.ts';
 import { GARMENT_LABELS } from '../pose/garments.ts';
@@ -18,38 +19,51 @@ import { MAX_DETECTED_OBJECTS } from '@edge-image-search/contract/wire';
 export type DetectOptions = {
   /** The request's embedder (its `embed_model`, else the service's default), for each object's crop. */
   readonly embedder: Embedder;
-  /** Given when the colors task is asked too: the palette of a view, run on each object's box. */
-  readonly objectColors?: (crop: ImageView) => PaletteColor[];
+  /** The palette of a view: each object's colours when the colors task is asked too, and its `color` attribute. */
+  readonly palette: (crop: ImageView) => PaletteColor[];
+  /** Whether the colors task is asked too: each object then carries its palette. */
+  readonly withColors?: boolean;
   /**
    * Raw detections made by another detector (the Worker's Workers AI DETR), used instead of running this task's
    * detector: the task finishes them exactly as it finishes its own detector's.
    */
   readonly external?: ExternalDetections;
+  /** The application's types, their prompts and attributes; the task's default vocabulary when absent. */
+  readonly vocabulary?: DetectVocabulary;
 };
 
 /**
- * The detect task: a Detector, its label map to product types, and the pose
- * model that finds what detected people wear; each object's crop is embedded
- * by the request's embedder (DetectOptions).
+ * The detect task: a Detector, its label map to product types (for a closed-vocabulary detector) or the prompts of
+ * each type (for an open-vocabulary one), and the pose model that finds what detected people wear; each object's crop
+ * is embedded by the request's embedder and its attributes judged (attributes.ts). A request's vocabulary (the
+ * application's types) narrows what is reported, and, for an open-vocabulary detector, says what to look for
+ * (docs/decisions.md, "Product types and attributes").
  */
 export class DetectTask implements TaskModel<[DetectOptions]> {
   readonly task = 'detect';
   readonly modelId: string;
-  readonly types: ProductType[];
+  /** The types reported when a request names none: the label map's (and garments'), or the default prompts' types. */
+  readonly types: string[];
+  /** Whether any type named by prompts can be reported (an open-vocabulary detector), or only `types`. */
+  readonly openVocabulary: boolean;
   readonly #detector: Detector | undefined;
   readonly #labelMap: LabelMap;
   readonly #pose: MoveNetPoseEstimator | undefined;
+  readonly #defaultPrompts: DefaultPrompts;
+  readonly #attributes = new ObjectAttributes();
 
   /**
    * Without a detector, the task only finishes external detections (in COCO's vocabulary, as its people's
    * garments need); without a pose model, people's garments are not looked for.
    */
-  constructor(detector: Detector | undefined, labelMap: LabelMap, pose?: MoveNetPoseEstimator) {
+  constructor(detector: Detector | undefined, labelMap: LabelMap, defaultPrompts: DefaultPrompts, pose?: MoveNetPoseEstimator) {
     this.#pose = pose;
     this.modelId = this.#modelIdWith(detector?.modelId ?? 'external');
-    this.types = [...new Set([...mappedTypes(labelMap), ...(pose ? GARMENT_LABELS : [])])].sort();
+    this.openVocabulary = detector?.openVocabulary ?? false;
+    this.types = this.openVocabulary ? [...defaultPrompts.keys()].sort() : [...new Set([...mappedTypes(labelMap), ...(pose ? GARMENT_LABELS : [])])].sort();
     this.#detector = detector;
     this.#labelMap = labelMap;
+    this.#defaultPrompts = defaultPrompts;
   }
 
   /** A detector's id, with the pose model's when garments are looked for: the id changes whenever outputs would. */
@@ -57,26 +71,50 @@ export class DetectTask implements TaskModel<[DetectOptions]> {
     return this.#pose ? `${detectorId}+${this.#pose.modelId}` : detectorId;
   }
 
-  async predict(view: ImageView, options: DetectOptions): Promise<TaskResult<'detect'>> {
-    const { external } = options;
-    if (!external && !this.#detector) {
+  /** The request's types: its vocabulary's that this task can report (all of them, open-vocabulary), else the defaults. */
+  #typesOf(vocabulary: DetectVocabulary | undefined): VocabularyType[] {
+    if (!vocabulary) return this.types.map((type) => ({ type }));
+    return this.openVocabulary ? vocabulary.types : vocabulary.types.filter(({ type }) => this.types.includes(type));
+  }
+
+  /** The detections of the view and the label map that names their types: the prompts' own for an open vocabulary. */
+  async #detections(view: ImageView, types: VocabularyType[], external: ExternalDetections | undefined) {
+    if (external) return { detections: external.objects.map((detection) => ({ ...detection, box: toViewPixels(detection.box, view) })), labelMap: this.#labelMap };
+    if (!this.#detector) {
       throw new ApiError(400, 'detections_required', 'This service loads no detector (INFERENCE_DETECTOR=none): send the "detections" field with the detect task.');
     }
-    const detections = external
-      ? external.objects.map((detection) => ({ ...detection, box: toViewPixels(detection.box, view) }))
-      : await this.#detector!.detect(view.pixels, DETECT_MIN_SCORE);
+    if (!this.openVocabulary) return { detections: await this.#detector.detect(view.pixels, DETECT_MIN_SCORE), labelMap: this.#labelMap };
+    const labelMap = new Map(types.flatMap(({ type, prompts }) => promptsOf(type, prompts, this.#defaultPrompts).map((prompt) => [prompt, type] as const)));
+    return { detections: await this.#detector.detect(view.pixels, DETECT_MIN_SCORE, [...labelMap.keys()]), labelMap };
+  }
+
+  async predict(view: ImageView, options: DetectOptions): Promise<TaskResult<'detect'>> {
+    const { external } = options;
+    const types = this.#typesOf(options.vocabulary);
+    const { detections, labelMap } = await this.#detections(view, types, external);
     const garments = this.#pose ? await wornGarments(view, detections, this.#pose) : [];
-    const found = keepDistinct([...selectObjects(detections, this.#labelMap, view), ...garments], MAX_DETECTED_OBJECTS);
+    const wanted = new Map(types.map((entry) => [entry.type, entry]));
+    const found = keepDistinct([...selectObjects(detections, labelMap, view), ...garments], MAX_DETECTED_OBJECTS).filter((object) => wanted.has(object.type));
     // Every crop's embedding is asked at once, so that a batching embedder runs them together.
-    const objects = await Promise.all(
-      found.map(async (object): Promise<DetectedObject> => {
-        const crop = cropView(view, cropBoxWithMargin(object.box, view));
-        const embedding = Array.from(await options.embedder.embed(crop.pixels));
-        const result: DetectedObject = { ...object, score: roundScore(object.score), box: [...object.box], embedding };
-        return options.objectColors ? { ...result, colors: options.objectColors(cropView(view, object.box)) } : result;
-      }),
-    );
-    return { model: external ? this.#modelIdWith(external.model) : this.modelId, types: this.types, objects };
+    const objects = await Promise.all(found.map((object) => this.#finish(object, view, wanted.get(object.type)!, options)));
+    return { model: external ? this.#modelIdWith(external.model) : this.modelId, types: types.map(({ type }) => type), objects };
+  }
+
+  /** An object as answered: its crop's embedding, its colours when asked, and its attributes. */
+  async #finish(object: MappedObject, view: ImageView, type: VocabularyType, options: DetectOptions): Promise<DetectedObject> {
+    const crop = cropView(view, cropBoxWithMargin(object.box, view));
+    const embedding = await options.embedder.embed(crop.pixels);
+    let colors: PaletteColor[] | undefined;
+    const palette = (): PaletteColor[] => (colors ??= options.palette(cropView(view, object.box)));
+    const attributes = await this.#attributes.judge(type, { embedding, palette }, options.embedder);
+    return {
+      ...object,
+      score: roundScore(object.score),
+      box: [...object.box],
+      embedding: Array.from(embedding),
+      ...(options.withColors ? { colors: palette() } : {}),
+      ...(Object.keys(attributes).length > 0 ? { attributes } : {}),
+    };
   }
 }
 
@@ -102,5 +140,5 @@ export async function loadDetectTask(
   const labels = detector?.labels ?? COCO_LABELS;
   // Garments are found on people: a detector that cannot report one gets no pose model.
   const pose = models.pose === 'movenet' && labels.includes(PERSON_LABEL) ? await loadMoveNet(runtime) : undefined;
-  return new DetectTask(detector, loadLabelMap(labelMapFile, labels), pose);
+  return new DetectTask(detector, loadLabelMap(labelMapFile, labels), loadDefaultPrompts(), pose);
 }

@@ -1,8 +1,6 @@
 import { MAX_DETECTED_OBJECTS } from '@edge-image-search/contract/wire';
 import type { Box, ImageView } from '../../image/view.ts';
 import type { Detection } from './detector.ts';
-import type { LabelMap } from './label-map.ts';
-import type { ProductType } from './product-types.ts';
 import { iou } from '@edge-image-search/contract/boxes';
 
 /** Detections scoring below this are not reported (human's own default for this model). */
@@ -11,7 +9,8 @@ export const DETECT_MIN_SCORE = 0.2;
 export const DETECT_NMS_IOU = 0.5;
 
 export type MappedObject = {
-  readonly type: ProductType;
+  /** A product type: the API's, or one of an application's own (an open-vocabulary detector's prompts name it). */
+  readonly type: string;
   readonly label: string;
   readonly score: number;
   /** Integers in original pixels, inside the view: [x1, y1, x2, y2] with x2 > x1, y2 > y1. */
@@ -24,7 +23,7 @@ export type MappedObject = {
  * pixels, clamped to the view and rounded, per-type non-maximum suppression,
  * then the best MAX_DETECTED_OBJECTS by score.
  */
-export function selectObjects(detections: readonly Detection[], labelMap: LabelMap, view: ImageView): MappedObject[] {
+export function selectObjects(detections: readonly Detection[], labelMap: ReadonlyMap<string, string>, view: ImageView): MappedObject[] {
   const candidates: MappedObject[] = [];
   for (const detection of detections) {
     const type = labelMap.get(detection.label);
