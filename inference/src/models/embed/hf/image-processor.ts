@@ -59,7 +59,7 @@ export function imageStepsOf(config: PreprocessorConfig, defaults: ImageDefaults
   const kernel = KERNELS[resample];
   if (!kernel) throw fail(`resample ${resample}${RESAMPLE_NAMES[resample] ? ` (${RESAMPLE_NAMES[resample]})` : ''} is not supported (0 nearest, 1 lanczos, 2 bilinear, 3 bicubic are)`);
 
-  let resize: ImageProcessing['resize'];
+  let resize: ImageSteps['resize'];
   if (config.do_resize ?? true) {
     const size = config.size;
     if (size === undefined) throw fail('has do_resize but no size');
@@ -71,8 +71,7 @@ export function imageStepsOf(config: PreprocessorConfig, defaults: ImageDefaults
         ...(size.longest_edge !== undefined && { longestEdge: size.longest_edge }),
         ...(defaults.aspectRule && { rule: defaults.aspectRule }),
       };
-    }
-    else throw fail(`size ${JSON.stringify(size)} is not supported (shortest_edge, or height and width, are)`);
+    } else throw fail(`size ${JSON.stringify(size)} is not supported (shortest_edge, or height and width, are)`);
   }
 
   let crop: Size | undefined;
