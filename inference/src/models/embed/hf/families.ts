@@ -15,7 +15,12 @@ export type ImageDefaults = {
   readonly resample: number;
   /** A bare number as `size`: a square (height = width) or the shortest edge (transformers' `default_to_square`). */
   readonly numberSizeIsSquare: boolean;
+  /** How a shortest edge sizes the image where the processor has its own rule (the DETR family's); absent: transformers' generic one. */
+  readonly aspectRule?: AspectRule;
 };
+
+/** The DETR family's sizing for a shortest and longest edge (image-processor.ts, `detrAspectSize`): DETR's, or YOLOS' copy. */
+export type AspectRule = 'detr' | 'yolos';
 
 export type Family = {
   readonly name: string;

@@ -75,11 +75,12 @@ export async function planHfModel(files: ModelFiles, options: HfModelOptions): P
 }
 
 /**
- * The model id: the folder's name and a hash of what makes its image vectors (the image tower's ONNX file, its
- * external data if any, preprocessor_config.json), or the hub source (`hf:owner/repo@commit`, which pins them); the
- * image tower's file; the output and pooling. E.g. `clip-vit-base-patch32@sha256-1a2b3c4d/vision_model_quantized/image_embeds`.
+ * The model id: the folder's name and a hash of what makes its answers (the image tower's ONNX file, its external
+ * data if any, config.json, preprocessor_config.json), or the hub source (`hf:owner/repo@commit`, which pins them);
+ * the image tower's file; the output and pooling where the model has a choice. E.g.
+ * `clip-vit-base-patch32@sha256-1a2b3c4d/vision_model_quantized/image_embeds`, a detector's `detr-resnet-50@sha256-5e6f7a8b/model`.
  */
-export async function hfModelId(files: ModelFiles, visionFile: string, output: string): Promise<string> {
+export async function hfModelId(files: ModelFiles, visionFile: string, output?: string): Promise<string> {
   let sourcePart: string;
   if (files.source.startsWith('hf:')) {
     sourcePart = files.source;
@@ -91,7 +92,7 @@ export async function hfModelId(files: ModelFiles, visionFile: string, output: s
     }
     sourcePart = `${path.basename(files.source)}@sha256-${hash.digest('hex').slice(0, 8)}`;
   }
-  const id = `${sourcePart}/${path.posix.basename(visionFile, '.onnx')}/${output}`;
+  const id = [sourcePart, path.posix.basename(visionFile, '.onnx'), ...(output === undefined ? [] : [output])].join('/');
   if (id.length > MAX_EMBED_MODEL_ID) throw new Error(`${files.source}: the model id ${id} is longer than ${MAX_EMBED_MODEL_ID} characters (shorten the folder's name)`);
   return id;
 }
@@ -200,14 +201,7 @@ export async function loadHfEmbedder(runtime: Runtime, files: ModelFiles, option
   const where = files.source;
   const plan = await planHfModel(files, options);
   const { family } = plan;
-  if (!runtime.loadOnnxFile) {
-    throw new Error(`${where}: models in the Hugging Face layout run on ONNX Runtime (INFERENCE_RUNTIME=onnx), not on ${runtime.description}`);
-  }
-  const open = async (name: string, outputs?: readonly string[]): Promise<OnnxFileSession> => {
-    // External data (a file over 2 GB) is fetched beside the graph first: ONNX Runtime reads it from there.
-    if (files.names.includes(`${name}_data`)) await files.localPath(`${name}_data`);
-    return runtime.loadOnnxFile!({ format: 'onnx-file', file: await files.localPath(name), name: `${where} ${name}`, ...(outputs && { outputs }) });
-  };
+  const open = (name: string) => openHfOnnxFile(runtime, files, name);
 
   const vision = await open(plan.vision.file);
   const label = `${where} ${plan.vision.file}`;
@@ -237,6 +231,16 @@ export async function loadHfEmbedder(runtime: Runtime, files: ModelFiles, option
   const embedder = new HfEmbedder(modelId, dim, { session: vision, image: plan.image, readout }, text);
   if (embedder.embedText) await embedder.embedText('a photo');
   return embedder;
+}
+
+/** Opens one of a model's ONNX files on a runtime that reads them; `outputs`: those the session may be asked for. */
+export async function openHfOnnxFile(runtime: Runtime, files: ModelFiles, name: string, outputs?: readonly string[]): Promise<OnnxFileSession> {
+  if (!runtime.loadOnnxFile) {
+    throw new Error(`${files.source}: models in the Hugging Face layout run on ONNX Runtime (INFERENCE_RUNTIME=onnx), not on ${runtime.description}`);
+  }
+  // External data (a file over 2 GB) is fetched beside the graph first: ONNX Runtime reads it from there.
+  if (files.names.includes(`${name}_data`)) await files.localPath(`${name}_data`);
+  return runtime.loadOnnxFile({ format: 'onnx-file', file: await files.localPath(name), name: `${files.source} ${name}`, ...(outputs && { outputs }) });
 }
 
 function checkDim(dim: number, label: string): void {

@@ -3,7 +3,7 @@ import type { RgbPixels } from '../../../image/decode.ts';
 import { IMAGE_WORK } from '../../../priority.ts';
 import type { Float32Tensor } from '../../../runtime/runtime.ts';
 import type { PreprocessorConfig } from './configs.ts';
-import type { ImageDefaults } from './families.ts';
+import type { AspectRule, ImageDefaults } from './families.ts';
 
 /*
  * A model's image preprocessing as its preprocessor_config.json states it, in transformers' order: convert to RGB,
@@ -13,16 +13,26 @@ import type { ImageDefaults } from './families.ts';
 
 type Size = { readonly height: number; readonly width: number };
 
-/** A preprocessor_config.json read and checked: what `pixelValues` does, step by step. */
-export type ImageProcessing = {
-  /** `shortestEdge` (and `longestEdge` as a cap): the aspect ratio kept; `height`/`width`: stretched to that size. */
-  readonly resize?: { readonly shortestEdge: number; readonly longestEdge?: number } | Size;
+/**
+ * A preprocessor_config.json's steps, read and checked: what `pixelValues` does. The input's size follows the image's
+ * where neither a crop nor a resize to height/width fixes it (the DETR family's detectors: models/detect/hf/).
+ */
+export type ImageSteps = {
+  /**
+   * `shortestEdge` (and `longestEdge` as a cap): the aspect ratio kept, sized by transformers' generic rule or by the
+   * `rule` of the family's image processor; `height`/`width`: stretched to that size.
+   */
+  readonly resize?: { readonly shortestEdge: number; readonly longestEdge?: number; readonly rule?: AspectRule } | Size;
   /** sharp's kernel for PIL's resample code. */
   readonly kernel: keyof KernelEnum;
   readonly crop?: Size;
   /** Each 0-255 value times this (do_rescale), typically 1/255. */
   readonly rescale?: number;
   readonly normalize?: { readonly mean: readonly number[]; readonly std: readonly number[] };
+};
+
+/** Steps that give every image one input size (an embedder's image tower). */
+export type ImageProcessing = ImageSteps & {
   /** The input's height and width: the crop's, or the resize's when it stretches to a size. */
   readonly size: Size;
 };
@@ -33,6 +43,14 @@ const RESAMPLE_NAMES: Readonly<Record<number, string>> = { 4: 'box', 5: 'hamming
 
 /** The processing a config states, with the family's defaults for what it leaves out; anything unsupported throws. */
 export function imageProcessingOf(config: PreprocessorConfig, defaults: ImageDefaults, where: string): ImageProcessing {
+  const steps = imageStepsOf(config, defaults, where);
+  const fixed = steps.crop ?? (steps.resize && 'height' in steps.resize ? steps.resize : undefined);
+  if (!fixed) throw new Error(`${where}: preprocessor_config.json gives no fixed input size (a resize to height/width, or a centre crop, is needed)`);
+  return { ...steps, size: fixed };
+}
+
+/** The steps a config states, with the family's defaults for what it leaves out; anything unsupported throws. */
+export function imageStepsOf(config: PreprocessorConfig, defaults: ImageDefaults, where: string): ImageSteps {
   const fail = (why: string) => new Error(`${where}: preprocessor_config.json ${why}`);
   if (config.max_num_patches !== undefined && config.size === undefined) {
     throw fail('asks for NaFlex preprocessing (max_num_patches, patches at the image\'s aspect ratio), which is not supported: use a fixed-resolution export');
@@ -41,14 +59,19 @@ export function imageProcessingOf(config: PreprocessorConfig, defaults: ImageDef
   const kernel = KERNELS[resample];
   if (!kernel) throw fail(`resample ${resample}${RESAMPLE_NAMES[resample] ? ` (${RESAMPLE_NAMES[resample]})` : ''} is not supported (0 nearest, 1 lanczos, 2 bilinear, 3 bicubic are)`);
 
-  let resize: ImageProcessing['resize'];
+  let resize: ImageSteps['resize'];
   if (config.do_resize ?? true) {
     const size = config.size;
     if (size === undefined) throw fail('has do_resize but no size');
     if (typeof size === 'number') resize = defaults.numberSizeIsSquare ? { height: size, width: size } : { shortestEdge: size };
     else if (size.height !== undefined && size.width !== undefined) resize = { height: size.height, width: size.width };
-    else if (size.shortest_edge !== undefined) resize = size.longest_edge === undefined ? { shortestEdge: size.shortest_edge } : { shortestEdge: size.shortest_edge, longestEdge: size.longest_edge };
-    else throw fail(`size ${JSON.stringify(size)} is not supported (shortest_edge, or height and width, are)`);
+    else if (size.shortest_edge !== undefined) {
+      resize = {
+        shortestEdge: size.shortest_edge,
+        ...(size.longest_edge !== undefined && { longestEdge: size.longest_edge }),
+        ...(defaults.aspectRule && { rule: defaults.aspectRule }),
+      };
+    } else throw fail(`size ${JSON.stringify(size)} is not supported (shortest_edge, or height and width, are)`);
   }
 
   let crop: Size | undefined;
@@ -60,17 +83,13 @@ export function imageProcessingOf(config: PreprocessorConfig, defaults: ImageDef
     else throw fail(`crop_size ${JSON.stringify(size)} is not supported (height and width are)`);
   }
 
-  const fixed = crop ?? (resize && 'height' in resize ? resize : undefined);
-  if (!fixed) throw fail('gives no fixed input size (a resize to height/width, or a centre crop, is needed)');
-
   const rescale = (config.do_rescale ?? true) ? (config.rescale_factor ?? 1 / 255) : undefined;
   const three = (value: number | number[] | undefined, fallback: readonly number[]): readonly number[] =>
     value === undefined ? fallback : typeof value === 'number' ? [value, value, value] : value;
   const normalize = (config.do_normalize ?? true) ? { mean: three(config.image_mean, defaults.mean), std: three(config.image_std, defaults.std) } : undefined;
   if (normalize?.std.some((value) => value === 0)) throw fail('has an image_std of 0');
 
-  const processing: ImageProcessing = { kernel, size: fixed };
-  return { ...processing, ...(resize && { resize }), ...(crop && { crop }), ...(rescale !== undefined && { rescale }), ...(normalize && { normalize }) };
+  return { kernel, ...(resize && { resize }), ...(crop && { crop }), ...(rescale !== undefined && { rescale }), ...(normalize && { normalize }) };
 }
 
 /**
@@ -89,17 +108,56 @@ export function shortestEdgeSize(width: number, height: number, shortestEdge: nu
   return width <= height ? { width: newShort, height: newLong } : { width: newLong, height: newShort };
 }
 
+/**
+ * The DETR family's own `get_size_with_aspect_ratio` (transformers' image_processing_detr.py, which RT-DETR's and
+ * conditional DETR's processors copy): the short side to `shortestEdge`, or, where the long side would pass
+ * `longestEdge`, to that cap's share of it rounded (Python's round, half to even), the long side from the unrounded
+ * share, truncated. YOLOS' copy tests a portrait image before an unchanged one and rounds both sides down to
+ * multiples of 16.
+ */
+export function detrAspectSize(width: number, height: number, shortestEdge: number, longestEdge: number | undefined, rule: AspectRule): Size {
+  let size = shortestEdge;
+  let raw: number | undefined;
+  if (longestEdge !== undefined && (Math.max(width, height) / Math.min(width, height)) * size > longestEdge) {
+    raw = (longestEdge * Math.min(width, height)) / Math.max(width, height);
+    size = roundHalfEven(raw);
+  }
+  const unchanged = (height <= width && height === size) || (width <= height && width === size);
+  const portrait = width < height;
+  let out: Size;
+  if (unchanged && (rule === 'detr' || !portrait)) out = { width, height };
+  else if (portrait) out = { width: size, height: Math.trunc(((raw ?? size) * height) / width) };
+  else out = { width: Math.trunc(((raw ?? size) * width) / height), height: size };
+  if (rule === 'yolos') out = { width: out.width - (out.width % 16), height: out.height - (out.height % 16) };
+  return { width: Math.max(1, out.width), height: Math.max(1, out.height) };
+}
+
+/** Python's round(): halves to the even neighbour. */
+function roundHalfEven(value: number): number {
+  const floor = Math.floor(value);
+  const fraction = value - floor;
+  if (fraction !== 0.5) return Math.round(value);
+  return floor % 2 === 0 ? floor : floor + 1;
+}
+
 /** The size a resize gives some pixels. */
-function resizedSize(processing: ImageProcessing, width: number, height: number): Size {
+function resizedSize(processing: ImageSteps, width: number, height: number): Size {
   const resize = processing.resize;
   if (!resize) return { width, height };
-  return 'height' in resize ? resize : shortestEdgeSize(width, height, resize.shortestEdge, resize.longestEdge);
+  if ('height' in resize) return resize;
+  if (resize.rule) return detrAspectSize(width, height, resize.shortestEdge, resize.longestEdge, resize.rule);
+  return shortestEdgeSize(width, height, resize.shortestEdge, resize.longestEdge);
+}
+
+/** The input's size for some pixels: the crop's, else the resize's (the image's own without either). */
+export function inputSize(processing: ImageSteps, width: number, height: number): Size {
+  return processing.crop ?? resizedSize(processing, width, height);
 }
 
 /** The model's `pixel_values` for some pixels: [1, 3, H, W] float32. */
-export async function pixelValues(pixels: RgbPixels, processing: ImageProcessing): Promise<Float32Tensor> {
+export async function pixelValues(pixels: RgbPixels, processing: ImageSteps): Promise<Float32Tensor> {
   const rgb = await resizedAndCropped(pixels, processing);
-  const { width, height } = processing.size;
+  const { width, height } = inputSize(processing, pixels.width, pixels.height);
   const area = width * height;
   const data = new Float32Array(3 * area);
   const scale = processing.rescale ?? 1;
@@ -119,7 +177,7 @@ export async function pixelValues(pixels: RgbPixels, processing: ImageProcessing
  * (w - cw) // 2) and pads with black where the crop is larger than the image; the crop is taken in the same sharp
  * pipeline as the resize (libvips computes only the region it needs, so a long thin image is never resized whole).
  */
-async function resizedAndCropped(pixels: RgbPixels, processing: ImageProcessing): Promise<Buffer> {
+async function resizedAndCropped(pixels: RgbPixels, processing: ImageSteps): Promise<Buffer> {
   const resized = resizedSize(processing, pixels.width, pixels.height);
   let image = sharp(pixels.data, { raw: { width: pixels.width, height: pixels.height, channels: 3 } });
   if (processing.resize && (resized.width !== pixels.width || resized.height !== pixels.height)) {
