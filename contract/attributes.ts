@@ -10,19 +10,19 @@ import { deltaE, hexToLab, type Lab } from './lab.ts';
  * of the nearest of these in CIELAB. Ordered as listed to a client.
  */
 export const COLOR_REFERENCES = {
-  black: '111111',
+  black: '000000',
   grey: '808080',
-  white: 'f5f5f5',
-  red: 'c62828',
-  orange: 'ef6c00',
-  yellow: 'fdd835',
-  green: '2e7d32',
-  blue: '1e5bc6',
-  navy: '1a237e',
-  purple: '6a1b9a',
-  pink: 'f06292',
-  brown: '6d4c41',
-  beige: 'd7c4a3',
+  white: 'ffffff',
+  red: 'cc0000',
+  orange: 'ff8c00',
+  yellow: 'ffd700',
+  green: '228b22',
+  blue: '0047ff',
+  navy: '000080',
+  purple: '800080',
+  pink: 'ff69b4',
+  brown: '8b4513',
+  beige: 'e8d9b5',
 } as const;
 
 export type ColorName = keyof typeof COLOR_REFERENCES;

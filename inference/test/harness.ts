@@ -18,7 +18,7 @@ export type { Box, DetectedObject, ErrorBody, PaletteColor } from '@edge-image-s
 export type PredictBody = ErrorBody & Prediction;
 
 /** Optional fields of the /predict form, sent as given. */
-export type FormFields = { box?: string; detections?: string; embed_model?: string };
+export type FormFields = { box?: string; detections?: string; embed_model?: string; vocabulary?: string };
 
 export type RunningServer = InferenceProcess & {
   /** The service's process, e.g. to read its memory from /proc. */

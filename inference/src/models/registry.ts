@@ -6,6 +6,7 @@ import type { InferenceSession, ModelSource, OnnxFileSession, Runtime } from '..
 import { loadColorsTask, type ColorsTask } from './colors/colors-task.ts';
 import { CENTERNET_SOURCE } from './detect/centernet.ts';
 import { DETECTOR_NAMES, loadDetectTask, POSE_NAMES, type DetectorName, type DetectTask, type PoseName } from './detect/detect-task.ts';
+import { fetchHfDetector } from './detect/hf/hf-detector.ts';
 import { DEFAULT_LABEL_MAP_FILE } from './detect/label-map.ts';
 import { loadEmbedder, type Embedder, type EmbedderSpec } from './embed/embedder.ts';
 import { EmbedderSet } from './embed/embedder-set.ts';
@@ -37,12 +38,15 @@ export const MODEL_SOURCES: readonly ModelSource[] = [
  */
 export type EmbedModelEntry = { readonly kind: 'built-in'; readonly name: EmbedderName } | ({ readonly kind: 'hf-layout' } & HfModelEntry);
 
+/** An INFERENCE_DETECTOR entry: `centernet` or `none`, or a detector in the Hugging Face layout (a folder or `hf:`). */
+export type DetectorEntry = { readonly kind: 'built-in'; readonly name: DetectorName } | ({ readonly kind: 'hf-layout' } & HfModelEntry);
+
 /** Which models the service loads, from its environment (inference/README.md, Run). */
 export type ModelSet = {
   /** INFERENCE_EMBED_MODELS: the embedders loaded, the first the default (default `mobilenet-v2,fused`). */
   readonly embedders: readonly [EmbedModelEntry, ...EmbedModelEntry[]];
-  /** INFERENCE_DETECTOR: `centernet` (default) or `none`. */
-  readonly detector: DetectorName;
+  /** INFERENCE_DETECTOR: `centernet` (default), `none`, or a detector in the Hugging Face layout. */
+  readonly detector: DetectorEntry;
   /** INFERENCE_POSE: `movenet` (default: what detected people wear) or `none`. */
   readonly pose: PoseName;
   /** DETECTOR_LABELS: the detector's label map (a relative path is taken from the working directory). */
@@ -59,7 +63,7 @@ export type ModelSet = {
 
 export function modelSetFromEnv(env: NodeJS.ProcessEnv = process.env): ModelSet {
   const embedders = embedModelEntries(env);
-  const detector = choiceSetting(env, 'INFERENCE_DETECTOR', DETECTOR_NAMES);
+  const detector = detectorEntry(env);
   const pose = choiceSetting(env, 'INFERENCE_POSE', POSE_NAMES);
   const maxBatch = integerSetting(env, 'INFERENCE_MAX_BATCH', 8, 1, 256);
   const maxBulkBatch = integerSetting(env, 'INFERENCE_MAX_BULK_BATCH', Math.min(4, maxBatch), 1, 256);
@@ -81,15 +85,30 @@ export function embedModelEntries(env: NodeJS.ProcessEnv = process.env): [EmbedM
   if (items.some((item) => item === '') || new Set(items).size !== items.length) throw listError();
   const entries = items.map((item): EmbedModelEntry => {
     if ((EMBEDDER_NAMES as readonly string[]).includes(item)) return { kind: 'built-in', name: item as EmbedderName };
-    const entry = parseHfModelEntry(item);
-    // A malformed hub reference, like a missing folder, stops the service before it listens.
-    if (entry.location.kind === 'hub') parseHubRef(entry.location.ref);
-    if (entry.location.kind === 'folder' && !isDirectory(entry.location.path)) {
-      throw listError(` (model folders and hf:owner/repo[@revision] may be listed too: "${item}" is neither, model folder ${entry.location.path} does not exist)`);
-    }
-    return { kind: 'hf-layout', ...entry };
+    return { kind: 'hf-layout', ...hfLayoutEntry(item, (detail) => listError(` (model folders and hf:owner/repo[@revision] may be listed too: ${detail})`)) };
   });
   return entries as [EmbedModelEntry, ...EmbedModelEntry[]];
+}
+
+/**
+ * A model folder or `hf:` entry, with its options; a malformed hub reference, like a missing folder, stops the
+ * service before it listens (`refused` says how, for the setting it came from).
+ */
+function hfLayoutEntry(item: string, refused: (detail: string) => Error): HfModelEntry {
+  const entry = parseHfModelEntry(item);
+  if (entry.location.kind === 'hub') parseHubRef(entry.location.ref);
+  if (entry.location.kind === 'folder' && !isDirectory(entry.location.path)) {
+    throw refused(`"${item}" is neither, model folder ${entry.location.path} does not exist`);
+  }
+  return entry;
+}
+
+/** INFERENCE_DETECTOR's entry (default `centernet`): a built-in name, an `hf:` entry, or else a folder path. */
+export function detectorEntry(env: NodeJS.ProcessEnv = process.env): DetectorEntry {
+  const value = env.INFERENCE_DETECTOR || DETECTOR_NAMES[0];
+  if ((DETECTOR_NAMES as readonly string[]).includes(value)) return { kind: 'built-in', name: value as DetectorName };
+  const refused = (detail: string) => new Error(`INFERENCE_DETECTOR must be one of ${DETECTOR_NAMES.join(', ')}, a model folder or hf:owner/repo[@revision], got ${detail}`);
+  return { kind: 'hf-layout', ...hfLayoutEntry(value, refused) };
 }
 
 function isDirectory(folder: string): boolean {
@@ -121,6 +140,8 @@ export async function fetchModelFiles(modelSet: ModelSet): Promise<void> {
   for (const entry of modelSet.embedders) {
     if (entry.kind === 'hf-layout') await fetchHfModel(await modelFilesOf(entry.location), entry.options);
   }
+  const { detector } = modelSet;
+  if (detector.kind === 'hf-layout') await fetchHfDetector(await modelFilesOf(detector.location), detector.options);
 }
 
 /** A built-in entry's spec, for the scripts that measure the built-in embedders; any other entry throws. */
@@ -183,7 +204,7 @@ export async function loadModels(runtime: Runtime, modelSet: ModelSet): Promise<
   }
   return {
     embed: new EmbedderSet(embedders),
-    detect: await loadDetectTask(scheduled(1), modelSet.labelMapFile, modelSet),
+    detect: await loadDetectTask(scheduled(1), modelSet.labelMapFile, modelSet, modelFilesOf),
     colors: loadColorsTask(),
   };
 }

@@ -7,6 +7,9 @@ import { ApiError } from '../../errors.ts';
 import { loadCenterNet } from './centernet.ts';
 import { COCO_LABELS } from './coco-labels.ts';
 import type { Detector } from './detector.ts';
+import { loadHfDetector } from './hf/hf-detector.ts';
+import type { HfModelOptions, ModelLocation } from '../embed/hf/entry.ts';
+import type { ModelFiles } from '../hub/model-files.ts';
 import { loadLabelMap, mappedTypes, type LabelMap } from './label-map.ts';
 import { cropBoxWithMargin, DETECT_MIN_SCORE, keepDistinct, selectObjects, toViewPixels, type MappedObject } from './objects.ts';
 import { ObjectAttributes } from './attributes.ts';
@@ -122,7 +125,10 @@ function roundScore(score: number): number {
   return Math.round(score * 10_000) / 10_000;
 }
 
-/** The detectors INFERENCE_DETECTOR may name; `none` leaves detection to the caller (the Worker's Workers AI DETR). */
+/**
+ * The built-in detectors INFERENCE_DETECTOR may name (beside a model in the Hugging Face layout: hf/hf-detector.ts);
+ * `none` leaves detection to the caller (the Worker's Workers AI DETR).
+ */
 export const DETECTOR_NAMES = ['centernet', 'none'] as const;
 export type DetectorName = (typeof DETECTOR_NAMES)[number];
 
@@ -130,15 +136,29 @@ export type DetectorName = (typeof DETECTOR_NAMES)[number];
 export const POSE_NAMES = ['movenet', 'none'] as const;
 export type PoseName = (typeof POSE_NAMES)[number];
 
+/** The detector of an INFERENCE_DETECTOR entry: built in, none, or a model in the Hugging Face layout. */
+type DetectorChoice = { readonly kind: 'built-in'; readonly name: DetectorName } | { readonly kind: 'hf-layout'; readonly location: ModelLocation; readonly options: HfModelOptions };
+
+async function loadDetector(runtime: Runtime, choice: DetectorChoice, filesOf: (location: ModelLocation) => Promise<ModelFiles>): Promise<Detector | undefined> {
+  if (choice.kind === 'hf-layout') return loadHfDetector(runtime, await filesOf(choice.location), choice.options);
+  return choice.name === 'centernet' ? loadCenterNet(runtime) : undefined;
+}
+
+/**
+ * The detect task of the service's settings. A closed-vocabulary detector's labels are mapped by the label map
+ * (DETECTOR_LABELS), each key a label of the loaded model; an open-vocabulary one is told the prompts instead.
+ */
 export async function loadDetectTask(
   runtime: Runtime,
   labelMapFile: string,
-  models: { detector: DetectorName; pose: PoseName },
+  models: { detector: DetectorChoice; pose: PoseName },
+  filesOf: (location: ModelLocation) => Promise<ModelFiles>,
 ): Promise<DetectTask> {
-  const detector = models.detector === 'centernet' ? await loadCenterNet(runtime) : undefined;
+  const detector = await loadDetector(runtime, models.detector, filesOf);
   // External detections are expected in COCO's vocabulary, as DETR's are.
   const labels = detector?.labels ?? COCO_LABELS;
   // Garments are found on people: a detector that cannot report one gets no pose model.
   const pose = models.pose === 'movenet' && labels.includes(PERSON_LABEL) ? await loadMoveNet(runtime) : undefined;
-  return new DetectTask(detector, loadLabelMap(labelMapFile, labels), loadDefaultPrompts(), pose);
+  const labelMap = detector?.openVocabulary ? new Map() : loadLabelMap(labelMapFile, labels);
+  return new DetectTask(detector, labelMap, loadDefaultPrompts(), pose);
 }
