@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import { OwlViTImageProcessor, Tensor } from '@huggingface/transformers';
 import type { RgbPixels } from '../src/image/decode.ts';
 import type { Detection, Detector } from '../src/models/detect/detector.ts';
-import { boxScale, loadOwlDetector, OWL_MODEL_TYPES, owlDetections } from '../src/models/detect/hf/owl.ts';
+import { boxScale, fetchOwlModel, loadOwlDetector, OWL_MODEL_TYPES, owlDetections } from '../src/models/detect/hf/owl.ts';
 import { folderModelFiles } from '../src/models/hub/model-files.ts';
 import { createOnnxRuntime } from '../src/runtime/onnxruntime.ts';
 import type { Float32Tensor, Runtime } from '../src/runtime/runtime.ts';
@@ -207,9 +207,12 @@ describe('what stops loading, with its message', () => {
     await assert.rejects(load(writeClip(folder('clip-for-owl'))), /model_type "clip" is not an OWL detector \(supported: owlvit, owlv2\)/);
   });
 
-  test('a missing ONNX file (file=quantized), tokenizer.json, preprocessor_config.json', async () => {
+  test('a missing ONNX file (file=quantized), tokenizer.json, preprocessor_config.json; fetching refuses alike', async () => {
     const dir = writeOwlVit(folder('owl-missing'));
     await assert.rejects(load(dir, 'quantized'), /has no onnx\/model_quantized\.onnx \(the OWL-ViT detector, file=quantized\); its ONNX files: onnx\/model\.onnx/);
+    // fetchOwlModel (before the service listens) refuses the same, without a runtime.
+    await assert.rejects(fetchOwlModel(folderModelFiles(dir), { file: 'quantized' }), /has no onnx\/model_quantized\.onnx/);
+    await fetchOwlModel(folderModelFiles(dir), { file: 'fp32' });
     assert.match((await load(writeOwlVit(folder('owl-quantized'), { quantized: true }), 'quantized')).modelId, /\/model_quantized\/detect$/);
     unlinkSync(path.join(dir, 'tokenizer.json'));
     await assert.rejects(load(dir), /owl-missing has no tokenizer\.json/);

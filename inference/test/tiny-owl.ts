@@ -5,7 +5,7 @@
  * [N, 16, Q] and pred_boxes [N, 16, 4]. Its answers are known by construction:
  * - the input is cut into a 4x4 grid of 8x8 patches, row by row; a patch's feature is its mean normalized colour;
  * - a prompt's vector is the sum of its tokens' rows (attention-masked) in a table whose colour words' rows are the
- *   normalized colours (clipTokenizer's words), every other row zero;
+ *   normalized colours (clipTokenizer's words), the pad token's blue's (masked out), every other row zero;
  * - logits = patch features . prompt vectors, so "red" scores about 1 on a red patch and near 0 on white, green or blue;
  * - pred_boxes = each patch's own grid cell (centre and size, fractions of the model's input).
  */
@@ -74,8 +74,12 @@ export function owlTokenizer(): { tokenizer: object; config: object; vocabulary:
   };
 }
 
-/** The tiny tokenizer's embedding table: colour words' rows their features. */
-export const owlTable = (vocabulary: string[]) => colourTable(vocabulary, (colour: Colour) => owlColourVector(COLOURS[colour]));
+/**
+ * The tiny tokenizer's embedding table: colour words' rows their features; the pad token's row blue's, so that
+ * padding read without its attention mask would make every prompt blue.
+ */
+export const owlTable = (vocabulary: string[]) =>
+  colourTable(vocabulary, (colour: Colour) => owlColourVector(COLOURS[colour])).map((row, id) => (vocabulary[id] === '!' ? owlColourVector(COLOURS.blue) : row));
 
 export type TinyOwlOptions = { readonly quantized?: boolean; readonly graph?: Uint8Array };
 

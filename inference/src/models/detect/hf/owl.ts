@@ -48,7 +48,11 @@ const FAMILIES: Readonly<Record<OwlModelType, OwlFamily>> = {
  */
 const OWL_TEXT = { padToMaxLength: true, maxLength: 16 } as const;
 
-/** OWLv2's padding: grey 0.5 after rescaling (transformers 4.x's Owlv2ImageProcessor.pad, the original OWLv2 code). */
+/**
+ * OWLv2's padding: grey 0.5 after rescaling (transformers 4.x's Owlv2ImageProcessor.pad, as the original OWLv2 code
+ * pads; transformers' newer refactored image processors pass 0.0). Its resize is then bilinear in sharp, where
+ * Python's is scikit-image's (a Gaussian anti-aliasing blur, then scipy's linear zoom): close, not bit-identical.
+ */
 const OWLV2_PAD = 0.5;
 
 const INPUT_IDS = 'input_ids';
@@ -84,7 +88,8 @@ export function owlDetections(logits: Float32Tensor, predBoxes: Float32Tensor, p
     for (let query = 1; query < queries; query++) if (logits.data[patch * queries + query]! > logits.data[patch * queries + best]!) best = query;
     const score = 1 / (1 + Math.exp(-logits.data[patch * queries + best]!));
     if (!(score >= minScore)) continue;
-    const [cx, cy, w, h] = predBoxes.data.subarray(patch * 4, patch * 4 + 4) as unknown as [number, number, number, number];
+    const at = (i: number) => predBoxes.data[patch * 4 + i]!;
+    const [cx, cy, w, h] = [at(0), at(1), at(2), at(3)];
     const box: Box = [(cx - w / 2) * scale.width, (cy - h / 2) * scale.height, (cx + w / 2) * scale.width, (cy + h / 2) * scale.height];
     detections.push({ label: prompts[best]!, score, box });
   }
@@ -163,12 +168,14 @@ function tokenizePrompts(tokenizer: TextTokenizer, prompts: readonly string[]): 
   return { ids: stack(({ ids }) => ids), mask: stack(({ mask }) => mask) };
 }
 
+/** What a model folder (or hub repository) holds for an OWL detector, read and checked before its session loads. */
+type OwlPlan = { readonly modelType: OwlModelType; readonly file: string; readonly image: OwlImageProcessing; readonly tokenizer: TextTokenizer };
+
 /**
- * Loads an OWL-ViT or OWLv2 export in the Hugging Face layout on a runtime that reads ONNX files: config.json's
- * model_type, the fused `onnx/model*.onnx` the `file` option names, preprocessor_config.json, tokenizer.json. Anything
- * missing, unsupported or of other names than the export's throws, naming the file and the problem.
+ * Reads config.json's model_type, preprocessor_config.json and the tokenizer, and picks the fused `onnx/model*.onnx`
+ * the `file` option names; anything missing or unsupported throws, naming the file and the problem.
  */
-export async function loadOwlDetector(runtime: Runtime, files: ModelFiles, options: { file: string }): Promise<Detector> {
+async function planOwlModel(files: ModelFiles, options: { file: string }): Promise<OwlPlan> {
   const where = files.source;
   const { value: config } = await readModelJson(files, 'config.json', modelConfigSchema);
   const modelType = OWL_MODEL_TYPES.find((type) => type === config.model_type);
@@ -183,17 +190,37 @@ export async function loadOwlDetector(runtime: Runtime, files: ModelFiles, optio
   const processing = imageProcessingOf(preprocessor, family.image, where);
   const image = family.pads && (preprocessor.do_pad ?? true) ? { ...processing, padValue: padValueOf(processing) } : processing;
   const tokenizer = await loadTextTokenizer(files, { name: family.name, text: OWL_TEXT }, config);
-  if (!runtime.loadOnnxFile) throw new Error(`${where}: ${family.name} runs on ONNX Runtime (INFERENCE_RUNTIME=onnx), not on ${runtime.description}`);
+  return { modelType, file, image, tokenizer };
+}
+
+/**
+ * Fetches every file the detector reads (a hub model's into the cache, once), so that a model that cannot be had
+ * stops the service before it listens, as fetchHfModel does for embedders.
+ */
+export async function fetchOwlModel(files: ModelFiles, options: { file: string }): Promise<void> {
+  const { file } = await planOwlModel(files, options);
+  for (const name of [file, `${file}_data`].filter((name) => files.names.includes(name))) await files.localPath(name);
+}
+
+/**
+ * Loads an OWL-ViT or OWLv2 export in the Hugging Face layout on a runtime that reads ONNX files (planOwlModel's
+ * files), checks its inputs and outputs against the export's names, and warms it.
+ */
+export async function loadOwlDetector(runtime: Runtime, files: ModelFiles, options: { file: string }): Promise<Detector> {
+  const where = files.source;
+  const { modelType, file, image, tokenizer } = await planOwlModel(files, options);
+  const name = FAMILIES[modelType].name;
+  if (!runtime.loadOnnxFile) throw new Error(`${where}: ${name} runs on ONNX Runtime (INFERENCE_RUNTIME=onnx), not on ${runtime.description}`);
   if (files.names.includes(`${file}_data`)) await files.localPath(`${file}_data`);
   const label = `${where} ${file}`;
   const session = await runtime.loadOnnxFile({ format: 'onnx-file', file: await files.localPath(file), name: label, outputs: [LOGITS, PRED_BOXES] });
-  checkInputs(session.inputs, processing, label);
-  for (const name of [LOGITS, PRED_BOXES]) checkOutput(session.outputs.find((output) => output.name === name)!, label);
+  checkInputs(session.inputs, image, label);
+  for (const output of [LOGITS, PRED_BOXES]) checkOutput(session.outputs.find((info) => info.name === output)!, label);
 
   const modelId = await hfModelId(files, file, 'detect', ['tokenizer.json', 'tokenizer_config.json']);
   const detector = new OwlDetector(modelId, modelType, session, image, tokenizer);
   // The first run initialises every kernel: paid for before serving.
-  await detector.detect(greyPixels(processing.size.width), 1, ['a photo']);
+  await detector.detect(greyPixels(image.size.width), 1, ['a photo']);
   return detector;
 }
 
