@@ -4,7 +4,7 @@ import type { Box } from '../../../image/view.ts';
 import type { Float32Tensor, Int64Tensor, OnnxFileSession, Runtime, TensorInfo } from '../../../runtime/runtime.ts';
 import { modelConfigSchema, preprocessorConfigSchema, readModelJson } from '../../embed/hf/configs.ts';
 import { onnxFileName } from '../../embed/hf/entry.ts';
-import type { ImageDefaults } from '../../embed/hf/families.ts';
+import { OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, type ImageDefaults } from '../../embed/hf/families.ts';
 import { checkFloat32, hfModelId } from '../../embed/hf/hf-embedder.ts';
 import { imageProcessingOf, padToSquare, pixelValues, type ImageProcessing } from '../../embed/hf/image-processor.ts';
 import { loadTextTokenizer, type TextTokenizer } from '../../embed/hf/text-tokenizer.ts';
@@ -26,9 +26,6 @@ import type { Detection, Detector } from '../detector.ts';
 export const OWL_MODEL_TYPES = ['owlvit', 'owlv2'] as const;
 type OwlModelType = (typeof OWL_MODEL_TYPES)[number];
 
-const OPENAI_CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073] as const;
-const OPENAI_CLIP_STD = [0.26862954, 0.26130258, 0.27577711] as const;
-
 type OwlFamily = {
   readonly name: string;
   /** transformers' image processor defaults: a bare number as `size` is a square (get_size_dict default_to_square). */
@@ -43,8 +40,9 @@ const FAMILIES: Readonly<Record<OwlModelType, OwlFamily>> = {
 };
 
 /**
- * OwlViTProcessor tokenizes with padding="max_length": every prompt padded to the tokenizer's length (16, from
- * tokenizer_config.json's model_max_length and config.json's text max_position_embeddings).
+ * OwlViTProcessor tokenizes with padding="max_length": every prompt padded to the tokenizer's length (the least of
+ * tokenizer_config.json's model_max_length and config.json's text max_position_embeddings, both 16 in the exports;
+ * 16 where neither says).
  */
 const OWL_TEXT = { padToMaxLength: true, maxLength: 16 } as const;
 
@@ -99,7 +97,8 @@ export function owlDetections(logits: Float32Tensor, predBoxes: Float32Tensor, p
 /**
  * What the model's box fractions are of, in the image's pixels. OWL-ViT: the image itself (stretched to the input).
  * OWLv2: the square it was padded to, so both sides scale by the longer one, as Python's Owlv2ImageProcessor does
- * (its _scale_boxes); transformers.js 4.3.1 neither pads nor scales so (its Owlv2ImageProcessor is OWL-ViT's).
+ * (its _scale_boxes, whatever do_pad says); transformers.js 4.3.1 neither pads nor scales so (its Owlv2ImageProcessor
+ * is OWL-ViT's).
  */
 export function boxScale(modelType: OwlModelType, width: number, height: number): { width: number; height: number } {
   if (!FAMILIES[modelType].pads) return { width, height };
