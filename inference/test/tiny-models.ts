@@ -34,12 +34,12 @@ export const unit = (vector: ArrayLike<number>): number[] => {
 
 // --- graphs ---------------------------------------------------------------------------------------------------
 
-const node = (opType: string, inputs: string[], outputs: string[], attributes: Attribute[] = []): Node => ({ name: outputs[0]!, opType, inputs, outputs, attributes });
-const floats = (dims: number[], values: ArrayLike<number>): Tensor => ({ dtype: 'float32', dims, data: Float32Array.from(values) });
-const int64s = (values: number[]): Tensor => ({ dtype: 'int64', dims: [values.length], data: BigInt64Array.from(values.map(BigInt)) });
-const info = (name: string, dtype: DataType, dims: (number | string)[]): ValueInfo => ({ name, dtype, dims });
+export const node = (opType: string, inputs: string[], outputs: string[], attributes: Attribute[] = []): Node => ({ name: outputs[0]!, opType, inputs, outputs, attributes });
+export const floats = (dims: number[], values: ArrayLike<number>): Tensor => ({ dtype: 'float32', dims, data: Float32Array.from(values) });
+export const int64s = (values: number[]): Tensor => ({ dtype: 'int64', dims: [values.length], data: BigInt64Array.from(values.map(BigInt)) });
+export const info = (name: string, dtype: DataType, dims: (number | string)[]): ValueInfo => ({ name, dtype, dims });
 
-function encode(name: string, nodes: Node[], initializers: [string, Tensor][], inputs: ValueInfo[], outputs: ValueInfo[]): Uint8Array {
+export function encode(name: string, nodes: Node[], initializers: [string, Tensor][], inputs: ValueInfo[], outputs: ValueInfo[]): Uint8Array {
   const graph: Graph = { name, nodes, initializers: new Map(initializers), inputs, outputs };
   return encodeModel({ graph, opsetVersion: 17, producerName: 'tiny-models', docString: '' });
 }

@@ -48,8 +48,8 @@ export type Family = {
   readonly image: ImageDefaults;
 };
 
-const OPENAI_CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073] as const;
-const OPENAI_CLIP_STD = [0.26862954, 0.26130258, 0.27577711] as const;
+export const OPENAI_CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073] as const;
+export const OPENAI_CLIP_STD = [0.26862954, 0.26130258, 0.27577711] as const;
 const IMAGENET_STANDARD = [0.5, 0.5, 0.5] as const;
 const BICUBIC = 3;
 const BILINEAR = 2;

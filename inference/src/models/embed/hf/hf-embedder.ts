@@ -76,18 +76,19 @@ export async function planHfModel(files: ModelFiles, options: HfModelOptions): P
 
 /**
  * The model id: the folder's name and a hash of what makes its answers (the image tower's ONNX file, its external
- * data if any, config.json, preprocessor_config.json), or the hub source (`hf:owner/repo@commit`, which pins them);
- * the image tower's file; the output and pooling where the model has a choice. E.g.
- * `clip-vit-base-patch32@sha256-1a2b3c4d/vision_model_quantized/image_embeds`, a detector's `detr-resnet-50@sha256-5e6f7a8b/model`.
+ * data if any, config.json, preprocessor_config.json, and `alsoHashed`: other files its outputs depend on, a
+ * detector's tokenizer), or the hub source (`hf:owner/repo@commit`, which pins them); the image tower's file; the
+ * output and pooling where the model has a choice. E.g. `clip-vit-base-patch32@sha256-1a2b3c4d/vision_model_quantized/image_embeds`,
+ * a detector's `detr-resnet-50@sha256-5e6f7a8b/model`.
  */
-export async function hfModelId(files: ModelFiles, visionFile: string, output?: string): Promise<string> {
+export async function hfModelId(files: ModelFiles, visionFile: string, output?: string, alsoHashed: readonly string[] = []): Promise<string> {
   let sourcePart: string;
   if (files.source.startsWith('hf:')) {
     sourcePart = files.source;
   } else {
     const hash = createHash('sha256');
     // config.json too: its model_type picks preprocessing defaults, and its register tokens what `mean` averages.
-    for (const name of [visionFile, `${visionFile}_data`, 'config.json', 'preprocessor_config.json'].filter((name) => files.names.includes(name))) {
+    for (const name of [visionFile, `${visionFile}_data`, 'config.json', 'preprocessor_config.json', ...alsoHashed].filter((name) => files.names.includes(name))) {
       for await (const chunk of createReadStream(await files.localPath(name))) hash.update(chunk as Buffer);
     }
     sourcePart = `${path.basename(files.source)}@sha256-${hash.digest('hex').slice(0, 8)}`;
@@ -248,7 +249,7 @@ function checkDim(dim: number, label: string): void {
   if (dim < 1) throw new Error(`${label} gives empty vectors`);
 }
 
-function checkFloat32(info: TensorInfo, label: string): void {
+export function checkFloat32(info: TensorInfo, label: string): void {
   if (info.type !== 'float32') throw new Error(`${label}: ${info.name} is ${info.type}; only float32 inputs and outputs are read (pick another file= variant)`);
 }
 

@@ -210,3 +210,17 @@ function centreOnBlack(data: Buffer, width: number, height: number, crop: Size):
   }
   return out;
 }
+
+/**
+ * The pixels padded at the bottom and the right to a square of their longer side, `value` (0-255) in every channel:
+ * OWLv2's step before its resize (transformers' Owlv2ImageProcessor.pad, as the original OWLv2 code pads), so that
+ * the model's boxes are fractions of that square.
+ */
+export function padToSquare(pixels: RgbPixels, value: number): RgbPixels {
+  const side = Math.max(pixels.width, pixels.height);
+  if (pixels.width === side && pixels.height === side) return pixels;
+  const data = Buffer.alloc(side * side * 3, value);
+  const row = pixels.width * 3;
+  for (let y = 0; y < pixels.height; y++) pixels.data.copy(data, y * side * 3, y * row, (y + 1) * row);
+  return { data, width: side, height: side };
+}

@@ -60,12 +60,15 @@ export class TextTokenizer {
   }
 }
 
+/** What the tokenizer reads of a family: its name for messages and its text's lengths (a detector reads text too). */
+export type TokenizedFamily = Pick<Family, 'name'> & { readonly text?: Pick<NonNullable<Family['text']>, 'padToMaxLength' | 'maxLength'> };
+
 /**
  * The model's tokenizer (tokenizer.json, and tokenizer_config.json where there is one): its length is the least of
  * tokenizer.json's truncation, tokenizer_config.json's model_max_length and config.json's text
  * max_position_embeddings, else the family's; padded as the family (SigLIP: to that length) or tokenizer.json says.
  */
-export async function loadTextTokenizer(files: ModelFiles, family: Family, config: ModelConfig): Promise<TextTokenizer> {
+export async function loadTextTokenizer(files: ModelFiles, family: TokenizedFamily, config: ModelConfig): Promise<TextTokenizer> {
   const where = files.source;
   const { value: tokenizerJson, json } = await readModelJson(files, 'tokenizer.json', tokenizerJsonSchema);
   const tokenizerConfig = files.names.includes('tokenizer_config.json') ? (await readModelJson(files, 'tokenizer_config.json', tokenizerConfigSchema)).value : {};
