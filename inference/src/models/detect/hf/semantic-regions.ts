@@ -44,8 +44,8 @@ function linearTaps(inSize: number, outSize: number): Taps {
 /**
  * The class map of logits [1, C, h, w] at width x height, as transformers computes it (Python's
  * `SegformerImageProcessor.post_process_semantic_segmentation` with that target size: bilinear, align_corners False,
- * then argmax, the first class on ties), with each pixel's softmax probability of its class beside. Computed one
- * pixel at a time (never the C x height x width upsampled logits: 300 MB for 18 classes on a 2048 px image), in
+ * then argmax, the first class on ties), with each pixel's softmax probability of its class beside. Computed a row
+ * at a time (never the C x height x width upsampled logits: 300 MB for 18 classes on a 2048 px image), in
  * float64 where PyTorch works in float32: the argmax can differ only where two classes' logits tie within float32's
  * rounding.
  */
@@ -60,21 +60,24 @@ export function semanticSegmentation(logits: Float32Tensor, width: number, heigh
   const ys = linearTaps(rows, height);
   const classMap = new Uint16Array(width * height);
   const probabilities = new Float32Array(width * height);
+  // Each output row's logits interpolated between its two source rows first (C x w values), then each pixel between
+  // two columns of those: the same bilinear value as PyTorch's (columns first), up to float64 rounding.
+  const row = new Float64Array(classes * columns);
   const values = new Float64Array(classes);
   for (let y = 0; y < height; y++) {
     const top = ys.low[y]! * columns;
     const bottom = ys.high[y]! * columns;
     const wy = ys.highWeight[y]!;
+    for (let c = 0; c < classes; c++) {
+      for (let i = 0; i < columns; i++) row[c * columns + i] = (1 - wy) * data[c * plane + top + i]! + wy * data[c * plane + bottom + i]!;
+    }
     for (let x = 0; x < width; x++) {
       const left = xs.low[x]!;
       const right = xs.high[x]!;
       const wx = xs.highWeight[x]!;
       let best = 0;
       for (let c = 0; c < classes; c++) {
-        const offset = c * plane;
-        const upper = (1 - wx) * data[offset + top + left]! + wx * data[offset + top + right]!;
-        const lower = (1 - wx) * data[offset + bottom + left]! + wx * data[offset + bottom + right]!;
-        values[c] = (1 - wy) * upper + wy * lower;
+        values[c] = (1 - wx) * row[c * columns + left]! + wx * row[c * columns + right]!;
         if (values[c]! > values[best]!) best = c;
       }
       let sum = 0;
