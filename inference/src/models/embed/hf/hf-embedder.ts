@@ -254,7 +254,7 @@ export function checkFloat32(info: TensorInfo, label: string): void {
 }
 
 /** The image tower takes `pixel_values` alone, float32 [N, 3, H, W], at the preprocessed size where it fixes one. */
-function checkVisionInput(inputs: readonly TensorInfo[], image: ImageProcessing, label: string): void {
+export function checkVisionInput(inputs: readonly TensorInfo[], image: ImageProcessing, label: string): void {
   const input = inputs.find(({ name }) => name === PIXEL_VALUES);
   if (!input || inputs.length !== 1) {
     throw new Error(`${label} takes ${inputs.map(({ name }) => name).join(', ')}; an image tower here takes ${PIXEL_VALUES} alone`);
