@@ -85,6 +85,6 @@ describe('a detector in the Hugging Face layout', () => {
     writeTinyDetr(embedder, 'detr', { config: { model_type: 'clip' } });
     const wrong = await runUntilExit({ INFERENCE_DETECTOR: embedder });
     assert.notEqual(wrong.code, 0);
-    assert.match(wrong.errorOutput, /model_type "clip" is not a detector the service runs \(supported: detr, conditional_detr, yolos, rt_detr, rt_detr_v2\)/);
+    assert.match(wrong.errorOutput, /model_type "clip" is not a detector the service runs \(supported: detr, conditional_detr, yolos, rt_detr, rt_detr_v2, owlvit, owlv2, segformer\)/);
   });
 });

@@ -84,8 +84,8 @@ describe('a bad model set stops the service before it listens', () => {
   for (const [name, value, message] of [
     ['INFERENCE_EMBED_MODELS', 'fused,clip', /INFERENCE_EMBED_MODELS must list one or more of mobilenet-v2, fused, comma-separated, each once, got "fused,clip"/],
     ['INFERENCE_EMBED_MODELS', 'fused,fused', /INFERENCE_EMBED_MODELS must list one or more of mobilenet-v2, fused, comma-separated, each once, got "fused,fused"/],
-    ['INFERENCE_DETECTOR', 'yolo', /INFERENCE_DETECTOR must be one of centernet, none, got "yolo"/],
-    ['INFERENCE_POSE', 'openpose', /INFERENCE_POSE must be one of movenet, none, got "openpose"/],
+    ['INFERENCE_DETECTOR', 'yolo', /INFERENCE_DETECTOR must be one of centernet, none, a model folder or hf:owner\/repo\[@revision\]: "yolo" is neither, model folder \S+\/yolo does not exist/],
+    ['INFERENCE_POSE', 'openpose', /INFERENCE_POSE must be one of movenet, none, a model folder or hf:owner\/repo\[@revision\]: "openpose" is neither, model folder \S+\/openpose does not exist/],
     ['INFERENCE_MAX_BATCH', '0', /INFERENCE_MAX_BATCH must be an integer from 1 to 256, got "0"/],
   ] as const) {
     test(`${name}=${value}`, async () => {

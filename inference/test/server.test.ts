@@ -47,7 +47,15 @@ describe('GET /health and GET /ready', () => {
       assert.equal(first.ready!.status, 200);
     }
     const embedders = EMBEDDERS.map(({ modelId, dim }) => ({ id: modelId, dim, text: false }));
-    assert.deepEqual(await probe('/health'), { status: 200, body: { status: 'ok', models: 'ready', embed_models: EMBED_MODELS, embedders } });
+    const { status, body } = await probe('/health');
+    const { detector, ...health } = body as { detector: { model: string } };
+    assert.deepEqual({ status, body: health }, { status: 200, body: { status: 'ok', models: 'ready', embed_models: EMBED_MODELS, embedders } });
+    // The bundled detector: closed vocabulary, the label map's types and the garments the pose model finds.
+    assert.deepEqual(detector, {
+      model: 'centernet_mobilenetv3_coco80_512-human3.3.6-letterbox-v1+movenet_singlepose_lightning_v4-human3.3.6-square-crop-v1',
+      open_vocabulary: false,
+      types: ['Bag', 'Bed', 'Bottom', 'Clock', 'Seating', 'Shoe', 'Table', 'Top', 'Vase and Pot'],
+    });
     assert.deepEqual(await probe('/ready'), { status: 200, body: { status: 'ready' } });
   });
 });

@@ -14,7 +14,7 @@ import type { Box } from '../src/image/view.ts';
 import { loadCenterNet } from '../src/models/detect/centernet.ts';
 import type { Detection } from '../src/models/detect/detector.ts';
 import { DETECT_MIN_SCORE, type MappedObject } from '../src/models/detect/objects.ts';
-import { PERSON_LABEL, wornGarments } from '../src/models/detect/worn-garments.ts';
+import { PERSON_LABEL, poseGarments } from '../src/models/detect/worn-garments.ts';
 import { MIN_KEYPOINT_SCORE } from '../src/models/pose/garments.ts';
 import { loadMoveNet, type Keypoint, type KeypointName } from '../src/models/pose/movenet.ts';
 import { createOnnxRuntime } from '../src/runtime/onnxruntime.ts';
@@ -40,7 +40,7 @@ before(async () => {
   const detections = await detector.detect(pixels, DETECT_MIN_SCORE);
   person = detections.filter((detection) => detection.label === PERSON_LABEL).sort((a, b) => b.score - a.score)[0]!;
   keypoints = new Map((await pose.estimate(pixels, person.box)).map((keypoint) => [keypoint.name, keypoint]));
-  garments = await wornGarments({ pixels, box: [0, 0, pixels.width, pixels.height] }, detections, pose);
+  garments = await poseGarments(pose).find({ pixels, box: [0, 0, pixels.width, pixels.height] }, detections);
 });
 
 test('a head-and-shoulders portrait: both shoulders seen, the hips below the picture', () => {

@@ -6,8 +6,7 @@ import type { InferenceSession, ModelSource, OnnxFileSession, Runtime } from '..
 import { loadColorsTask, type ColorsTask } from './colors/colors-task.ts';
 import { CENTERNET_SOURCE } from './detect/centernet.ts';
 import { DETECTOR_NAMES, loadDetectTask, POSE_NAMES, type DetectorName, type DetectTask, type PoseName } from './detect/detect-task.ts';
-import { fetchHfDetector } from './detect/hf/hf-detector.ts';
-import { DEFAULT_LABEL_MAP_FILE } from './detect/label-map.ts';
+import { fetchHfDetector, fetchHfParser } from './detect/hf/hf-detector.ts';
 import { loadEmbedder, type Embedder, type EmbedderSpec } from './embed/embedder.ts';
 import { EmbedderSet } from './embed/embedder-set.ts';
 import { EMBEDDER_NAMES, EMBEDDER_SPECS, type EmbedderName } from './embed/embedder-specs.ts';
@@ -16,7 +15,7 @@ import { fetchHfModel, loadHfEmbedder } from './embed/hf/hf-embedder.ts';
 import { hubModelFiles, hubSettingsFromEnv, parseHubRef } from './hub/hub.ts';
 import { folderModelFiles, type ModelFiles } from './hub/model-files.ts';
 import { MOVENET_SOURCE } from './pose/movenet.ts';
-import { choiceSetting, integerSetting } from '../settings.ts';
+import { integerSetting } from '../settings.ts';
 
 /** The loaded models by task: the embedders (a request picks one), the detect task, the colors task. */
 export type ModelRegistry = {
@@ -41,16 +40,21 @@ export type EmbedModelEntry = { readonly kind: 'built-in'; readonly name: Embedd
 /** An INFERENCE_DETECTOR entry: `centernet` or `none`, or a detector in the Hugging Face layout (a folder or `hf:`). */
 export type DetectorEntry = { readonly kind: 'built-in'; readonly name: DetectorName } | ({ readonly kind: 'hf-layout' } & HfModelEntry);
 
+/** An INFERENCE_POSE entry: `movenet` or `none`, or a clothes parser in the Hugging Face layout run on each person. */
+export type PoseEntry = { readonly kind: 'built-in'; readonly name: PoseName } | ({ readonly kind: 'hf-layout' } & HfModelEntry);
+
 /** Which models the service loads, from its environment (inference/README.md, Run). */
 export type ModelSet = {
   /** INFERENCE_EMBED_MODELS: the embedders loaded, the first the default (default `mobilenet-v2,fused`). */
   readonly embedders: readonly [EmbedModelEntry, ...EmbedModelEntry[]];
   /** INFERENCE_DETECTOR: `centernet` (default), `none`, or a detector in the Hugging Face layout. */
   readonly detector: DetectorEntry;
-  /** INFERENCE_POSE: `movenet` (default: what detected people wear) or `none`. */
-  readonly pose: PoseName;
-  /** DETECTOR_LABELS: the detector's label map (a relative path is taken from the working directory). */
-  readonly labelMapFile: string;
+  /** INFERENCE_POSE: `movenet` (default: what detected people wear), `none`, or a clothes parser. */
+  readonly pose: PoseEntry;
+  /** DETECTOR_LABELS: the detector's label map (a relative path is taken from the working directory); else the shipped one that fits. */
+  readonly labelMapFile: string | undefined;
+  /** PARSER_LABELS: the label map of INFERENCE_POSE's clothes parser; else the shipped one that fits. */
+  readonly parserLabelMapFile: string | undefined;
   /** INFERENCE_MAX_BATCH: embeddings per engine run at most (default 8). */
   readonly maxBatch: number;
   /**
@@ -63,12 +67,13 @@ export type ModelSet = {
 
 export function modelSetFromEnv(env: NodeJS.ProcessEnv = process.env): ModelSet {
   const embedders = embedModelEntries(env);
-  const detector = detectorEntry(env);
-  const pose = choiceSetting(env, 'INFERENCE_POSE', POSE_NAMES);
+  const detector = modelEntry(env, 'INFERENCE_DETECTOR', DETECTOR_NAMES);
+  const pose = modelEntry(env, 'INFERENCE_POSE', POSE_NAMES);
   const maxBatch = integerSetting(env, 'INFERENCE_MAX_BATCH', 8, 1, 256);
   const maxBulkBatch = integerSetting(env, 'INFERENCE_MAX_BULK_BATCH', Math.min(4, maxBatch), 1, 256);
-  const labelMapFile = env.DETECTOR_LABELS ? path.resolve(env.DETECTOR_LABELS) : DEFAULT_LABEL_MAP_FILE;
-  return { embedders, detector, pose, labelMapFile, maxBatch, maxBulkBatch };
+  const labelMapFile = env.DETECTOR_LABELS ? path.resolve(env.DETECTOR_LABELS) : undefined;
+  const parserLabelMapFile = env.PARSER_LABELS ? path.resolve(env.PARSER_LABELS) : undefined;
+  return { embedders, detector, pose, labelMapFile, parserLabelMapFile, maxBatch, maxBulkBatch };
 }
 
 /**
@@ -103,11 +108,11 @@ function hfLayoutEntry(item: string, refused: (detail: string) => Error): HfMode
   return entry;
 }
 
-/** INFERENCE_DETECTOR's entry (default `centernet`): a built-in name, an `hf:` entry, or else a folder path. */
-export function detectorEntry(env: NodeJS.ProcessEnv = process.env): DetectorEntry {
-  const value = env.INFERENCE_DETECTOR || DETECTOR_NAMES[0];
-  if ((DETECTOR_NAMES as readonly string[]).includes(value)) return { kind: 'built-in', name: value as DetectorName };
-  const refused = (detail: string) => new Error(`INFERENCE_DETECTOR must be one of ${DETECTOR_NAMES.join(', ')}, a model folder or hf:owner/repo[@revision], got ${detail}`);
+/** INFERENCE_DETECTOR's or INFERENCE_POSE's entry (default the first name): a built-in name, an `hf:` entry, or else a folder path. */
+function modelEntry<Name extends string>(env: NodeJS.ProcessEnv, setting: string, names: readonly [Name, ...Name[]]): { readonly kind: 'built-in'; readonly name: Name } | ({ readonly kind: 'hf-layout' } & HfModelEntry) {
+  const value = env[setting] || names[0];
+  if ((names as readonly string[]).includes(value)) return { kind: 'built-in', name: value as Name };
+  const refused = (detail: string) => new Error(`${setting} must be one of ${names.join(', ')}, a model folder or hf:owner/repo[@revision]: ${detail}`);
   return { kind: 'hf-layout', ...hfLayoutEntry(value, refused) };
 }
 
@@ -140,8 +145,9 @@ export async function fetchModelFiles(modelSet: ModelSet): Promise<void> {
   for (const entry of modelSet.embedders) {
     if (entry.kind === 'hf-layout') await fetchHfModel(await modelFilesOf(entry.location), entry.options);
   }
-  const { detector } = modelSet;
+  const { detector, pose } = modelSet;
   if (detector.kind === 'hf-layout') await fetchHfDetector(await modelFilesOf(detector.location), detector.options);
+  if (pose.kind === 'hf-layout') await fetchHfParser(await modelFilesOf(pose.location), pose.options);
 }
 
 /** A built-in entry's spec, for the scripts that measure the built-in embedders; any other entry throws. */
@@ -204,7 +210,7 @@ export async function loadModels(runtime: Runtime, modelSet: ModelSet): Promise<
   }
   return {
     embed: new EmbedderSet(embedders),
-    detect: await loadDetectTask(scheduled(1), modelSet.labelMapFile, modelSet, modelFilesOf),
+    detect: await loadDetectTask(scheduled(1), modelSet, modelFilesOf),
     colors: loadColorsTask(),
   };
 }

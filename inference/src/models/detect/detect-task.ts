@@ -7,16 +7,15 @@ import { ApiError } from '../../errors.ts';
 import { loadCenterNet } from './centernet.ts';
 import { COCO_LABELS } from './coco-labels.ts';
 import type { Detector } from './detector.ts';
-import { loadHfDetector } from './hf/hf-detector.ts';
+import { loadHfDetector, loadHfParser } from './hf/hf-detector.ts';
 import type { HfModelOptions, ModelLocation } from '../embed/hf/entry.ts';
 import type { ModelFiles } from '../hub/model-files.ts';
-import { loadLabelMap, mappedTypes, type LabelMap } from './label-map.ts';
+import { labelMapFor, mappedTypes, type LabelMap } from './label-map.ts';
 import { cropBoxWithMargin, DETECT_MIN_SCORE, keepDistinct, selectObjects, toViewPixels, type MappedObject } from './objects.ts';
 import { ObjectAttributes } from './attributes.ts';
 import { loadDefaultPrompts, promptsOf, type DefaultPrompts } from './prompts.ts';
-import { loadMoveNet, type MoveNetPoseEstimator } from '../pose/movenet.ts';
-import { PERSON_LABEL, wornGarments } from './worn-garments.ts';
-import { GARMENT_LABELS } from '../pose/garments.ts';
+import { loadMoveNet } from '../pose/movenet.ts';
+import { parsedGarments, PERSON_LABEL, poseGarments, type GarmentFinder } from './worn-garments.ts';
 import { MAX_DETECTED_OBJECTS } from '@edge-image-search/contract/wire';
 
 export type DetectOptions = {
@@ -51,7 +50,7 @@ export class DetectTask implements TaskModel<[DetectOptions]> {
   readonly openVocabulary: boolean;
   readonly #detector: Detector | undefined;
   readonly #labelMap: LabelMap;
-  readonly #pose: MoveNetPoseEstimator | undefined;
+  readonly #garments: GarmentFinder | undefined;
   readonly #defaultPrompts: DefaultPrompts;
   readonly #attributes = new ObjectAttributes();
 
@@ -59,19 +58,19 @@ export class DetectTask implements TaskModel<[DetectOptions]> {
    * Without a detector, the task only finishes external detections (in COCO's vocabulary, as its people's
    * garments need); without a pose model, people's garments are not looked for.
    */
-  constructor(detector: Detector | undefined, labelMap: LabelMap, defaultPrompts: DefaultPrompts, pose?: MoveNetPoseEstimator) {
-    this.#pose = pose;
+  constructor(detector: Detector | undefined, labelMap: LabelMap, defaultPrompts: DefaultPrompts, garments?: GarmentFinder) {
+    this.#garments = garments;
     this.modelId = this.#modelIdWith(detector?.modelId ?? 'external');
     this.openVocabulary = detector?.openVocabulary ?? false;
-    this.types = this.openVocabulary ? [...defaultPrompts.keys()].sort() : [...new Set([...mappedTypes(labelMap), ...(pose ? GARMENT_LABELS : [])])].sort();
+    this.types = this.openVocabulary ? [...defaultPrompts.keys()].sort() : [...new Set([...mappedTypes(labelMap), ...(garments?.types ?? [])])].sort();
     this.#detector = detector;
     this.#labelMap = labelMap;
     this.#defaultPrompts = defaultPrompts;
   }
 
-  /** A detector's id, with the pose model's when garments are looked for: the id changes whenever outputs would. */
+  /** A detector's id, with the garment finder's when garments are looked for: the id changes whenever outputs would. */
   #modelIdWith(detectorId: string): string {
-    return this.#pose ? `${detectorId}+${this.#pose.modelId}` : detectorId;
+    return this.#garments ? `${detectorId}+${this.#garments.modelId}` : detectorId;
   }
 
   /** The request's types: its vocabulary's that this task can report (all of them, open-vocabulary), else the defaults. */
@@ -95,7 +94,7 @@ export class DetectTask implements TaskModel<[DetectOptions]> {
     const { external } = options;
     const types = this.#typesOf(options.vocabulary);
     const { detections, labelMap } = await this.#detections(view, types, external);
-    const garments = this.#pose ? await wornGarments(view, detections, this.#pose) : [];
+    const garments = this.#garments ? await this.#garments.find(view, detections) : [];
     const wanted = new Map(types.map((entry) => [entry.type, entry]));
     const found = keepDistinct([...selectObjects(detections, labelMap, view), ...garments], MAX_DETECTED_OBJECTS).filter((object) => wanted.has(object.type));
     // Every crop's embedding is asked at once, so that a batching embedder runs them together.
@@ -132,33 +131,41 @@ function roundScore(score: number): number {
 export const DETECTOR_NAMES = ['centernet', 'none'] as const;
 export type DetectorName = (typeof DETECTOR_NAMES)[number];
 
-/** The pose models INFERENCE_POSE may name; `none` reports no garments. */
+/** The pose models INFERENCE_POSE may name (beside a clothes parser in the Hugging Face layout); `none` reports no garments. */
 export const POSE_NAMES = ['movenet', 'none'] as const;
 export type PoseName = (typeof POSE_NAMES)[number];
 
-/** The detector of an INFERENCE_DETECTOR entry: built in, none, or a model in the Hugging Face layout. */
-type DetectorChoice = { readonly kind: 'built-in'; readonly name: DetectorName } | { readonly kind: 'hf-layout'; readonly location: ModelLocation; readonly options: HfModelOptions };
+/** A model of an INFERENCE_DETECTOR or INFERENCE_POSE entry: built in (by name), or in the Hugging Face layout. */
+type ModelChoice<Name extends string> = { readonly kind: 'built-in'; readonly name: Name } | { readonly kind: 'hf-layout'; readonly location: ModelLocation; readonly options: HfModelOptions };
+type FilesOf = (location: ModelLocation) => Promise<ModelFiles>;
 
-async function loadDetector(runtime: Runtime, choice: DetectorChoice, filesOf: (location: ModelLocation) => Promise<ModelFiles>): Promise<Detector | undefined> {
+async function loadDetector(runtime: Runtime, choice: ModelChoice<DetectorName>, filesOf: FilesOf): Promise<Detector | undefined> {
   if (choice.kind === 'hf-layout') return loadHfDetector(runtime, await filesOf(choice.location), choice.options);
   return choice.name === 'centernet' ? loadCenterNet(runtime) : undefined;
 }
 
+/** What finds the garments people wear: the pose model, or a clothes parser with its label map (PARSER_LABELS, else the shipped one that fits). */
+async function loadGarmentFinder(runtime: Runtime, choice: ModelChoice<PoseName>, parserLabelMapFile: string | undefined, filesOf: FilesOf): Promise<GarmentFinder | undefined> {
+  if (choice.kind === 'built-in') return choice.name === 'movenet' ? poseGarments(await loadMoveNet(runtime)) : undefined;
+  const parser = await loadHfParser(runtime, await filesOf(choice.location), choice.options);
+  return parsedGarments(parser, labelMapFor(parserLabelMapFile, parser.labels, parser.modelId, 'PARSER_LABELS'));
+}
+
 /**
- * The detect task of the service's settings. A closed-vocabulary detector's labels are mapped by the label map
- * (DETECTOR_LABELS), each key a label of the loaded model; an open-vocabulary one is told the prompts instead.
+ * The detect task of the service's settings. A closed-vocabulary detector's labels are mapped by its label map
+ * (DETECTOR_LABELS, else the shipped one that fits its labels), each key a label of the loaded model; an
+ * open-vocabulary one is told the prompts instead. Garments are found on the people a detector reports.
  */
 export async function loadDetectTask(
   runtime: Runtime,
-  labelMapFile: string,
-  models: { detector: DetectorChoice; pose: PoseName },
-  filesOf: (location: ModelLocation) => Promise<ModelFiles>,
+  models: { detector: ModelChoice<DetectorName>; pose: ModelChoice<PoseName>; labelMapFile: string | undefined; parserLabelMapFile: string | undefined },
+  filesOf: FilesOf,
 ): Promise<DetectTask> {
   const detector = await loadDetector(runtime, models.detector, filesOf);
   // External detections are expected in COCO's vocabulary, as DETR's are.
   const labels = detector?.labels ?? COCO_LABELS;
-  // Garments are found on people: a detector that cannot report one gets no pose model.
-  const pose = models.pose === 'movenet' && labels.includes(PERSON_LABEL) ? await loadMoveNet(runtime) : undefined;
-  const labelMap = detector?.openVocabulary ? new Map() : loadLabelMap(labelMapFile, labels);
-  return new DetectTask(detector, labelMap, loadDefaultPrompts(), pose);
+  // Garments are found on people: a detector that cannot report one gets no garment finder.
+  const garments = labels.includes(PERSON_LABEL) ? await loadGarmentFinder(runtime, models.pose, models.parserLabelMapFile, filesOf) : undefined;
+  const labelMap = detector?.openVocabulary ? new Map() : labelMapFor(models.labelMapFile, labels, detector?.modelId ?? 'external detections', 'DETECTOR_LABELS');
+  return new DetectTask(detector, labelMap, loadDefaultPrompts(), garments);
 }

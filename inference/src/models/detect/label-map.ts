@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { isProductType, type ProductType } from './product-types.ts';
 
@@ -51,4 +51,30 @@ export function loadLabelMap(file: string, detectorLabels: readonly string[]): L
 /** The distinct product types a map can produce, sorted: what the detect task reports as `types`. */
 export function mappedTypes(map: LabelMap): ProductType[] {
   return [...new Set(map.values())].sort();
+}
+
+/** The label maps shipped for the public models (inference/README.md, "Detectors in the Hugging Face layout"). */
+export const SHIPPED_LABEL_MAP_FILES: readonly string[] = [
+  DEFAULT_LABEL_MAP_FILE,
+  ...readdirSync(path.resolve(import.meta.dirname, '../../../config/parser-labels'))
+    .filter((name) => name.endsWith('.json'))
+    .sort()
+    .map((name) => path.resolve(import.meta.dirname, '../../../config/parser-labels', name)),
+];
+
+/**
+ * The label map of a model: `file` when a setting names one, else the first shipped map whose every label the model
+ * has (the COCO map for CenterNet, DETR and external detections; a parser's for its parser); none fitting stops the
+ * service, asking for the setting.
+ */
+export function labelMapFor(file: string | undefined, labels: readonly string[], model: string, setting: string): LabelMap {
+  if (file) return loadLabelMap(file, labels);
+  for (const shipped of SHIPPED_LABEL_MAP_FILES) {
+    try {
+      return loadLabelMap(shipped, labels);
+    } catch (error) {
+      if (!(error instanceof LabelMapError)) throw error;
+    }
+  }
+  throw new LabelMapError(model, `no shipped label map fits its labels (${labels.slice(0, 12).join(', ')}${labels.length > 12 ? ', ...' : ''}): set ${setting} to a JSON map of its labels to product types`);
 }
