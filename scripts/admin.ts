@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { adminConfigFromEnv, adminRequest, type Field } from './lib/admin-client.ts';
 
 const USAGE = `Usage: npm run admin -- <command>
@@ -14,6 +15,9 @@ const USAGE = `Usage: npm run admin -- <command>
                                             searches keep the current one until every image is done (asked again,
                                             one under way goes on, a failed one resumes)
   reindex-status <app_id>                   the application's latest reindex and its progress
+  set-product-types <app_id> <file.json>    the application's own detectable types: the file holds
+                                            {"types": [{"type", "prompts"?, "attributes_list"?}]}
+  reset-product-types <app_id>              back to the service's default types
 
 Environment: API_URL (default http://127.0.0.1:$PORT; PORT unset: the running npm start's, else 8787), ADMIN_TOKEN
 (default dev-admin-token).`;
@@ -58,6 +62,11 @@ async function main(args: string[]): Promise<number> {
     reply = await adminRequest(config, 'POST', `/admin/apps/${encodeURIComponent(appId!)}/reindex`, { embed_model: embedModel });
   } else if (command === 'reindex-status' && rest.length === 1) {
     reply = await adminRequest(config, 'GET', `/admin/apps/${encodeURIComponent(rest[0]!)}/reindex`);
+  } else if (command === 'set-product-types' && rest.length === 2) {
+    const [appId, file] = rest;
+    reply = await adminRequest(config, 'PUT', `/admin/apps/${encodeURIComponent(appId!)}/product-types`, JSON.parse(readFileSync(file!, 'utf8')) as unknown);
+  } else if (command === 'reset-product-types' && rest.length === 1) {
+    reply = await adminRequest(config, 'DELETE', `/admin/apps/${encodeURIComponent(rest[0]!)}/product-types`);
   } else {
     console.error(USAGE);
     return 2;

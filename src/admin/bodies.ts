@@ -60,7 +60,7 @@ export const settingsBody = strictBody({
  */
 export const productTypesBody = strictBody({
   types: z
-    .array(vocabularyType.strict())
+    .array(strictBody(vocabularyType.shape))
     .min(1, 'give at least one type')
     .max(VOCABULARY_LIMITS.types, `at most ${VOCABULARY_LIMITS.types} types`)
     .refine((types) => new Set(types.map(({ type }) => type.toLowerCase())).size === types.length, 'type names must be unique (whatever their case)'),

@@ -69,10 +69,14 @@ export const objectAt = (objects: DetectedObject[], mode: DetectionMode, sensiti
     .filter((object) => contains(object.box, point))
     .sort((a, b) => boxArea(a.box) - boxArea(b.box))[0];
 
-/** A detected object as answers show it (docs/api.md, Result items and detected objects), with its attributes. */
+/**
+ * A detected object as answers show it (docs/api.md, Result items and detected objects). Each attribute's value is
+ * answered as a list of the one value chosen: the Java SDK reads `attributes` as a map of lists (docs/decisions.md,
+ * "Product types and attributes").
+ */
 export const describeObject = (object: Pick<DetectedObject, 'type' | 'score' | 'box' | 'attributes'>) => ({
   type: object.type,
-  attributes: object.attributes ?? {},
+  attributes: Object.fromEntries(Object.entries(object.attributes ?? {}).map(([name, value]) => [name, [value]])),
   score: object.score,
   box: object.box,
 });
