@@ -91,11 +91,15 @@ const qinfo = z.record(z.string(), z.unknown()).optional().meta({ description: '
 
 const detectedObject = {
   type: z.string(),
-  attributes: z.record(z.string(), z.unknown()),
+  attributes: z
+    .record(z.string(), z.array(z.string()))
+    .meta({ description: "Each attribute of its type's `attributes_list` judged: a list of the value chosen, e.g. `{\"color\": [\"red\"]}`." }),
   score: z.number().meta({ description: 'Detection confidence.' }),
   box: z.array(z.int()).length(4).meta({ description: '`[x1, y1, x2, y2]` in the original image\'s pixels.' }),
 };
-const typeList = z.array(z.object({ type: z.string(), attributes_list: z.record(z.string(), z.array(z.string())) }));
+const typeList = z
+  .array(z.object({ type: z.string(), attributes_list: z.record(z.string(), z.array(z.string())).meta({ description: 'The values each attribute may take.' }) }))
+  .meta({ description: "Every type the application's detection can report: its own types, else the service's." });
 
 const searchEnvelope = (method: string) => ({ status: succeeded, method: z.literal(method), error: searchErrors });
 
@@ -117,7 +121,7 @@ export const uploadSearchResponse = z.object({
   page: z.int(),
   limit: z.int(),
   product_types: z.array(z.object(detectedObject)).meta({ description: 'The detected object searched, if any.' }),
-  product_types_list: typeList.meta({ description: 'Every type the detector can report.' }),
+  product_types_list: typeList,
   ...searchPage,
   im_id: z.string().meta({ description: 'Sends this image again as `im_id`, without a new upload.' }),
   qinfo,

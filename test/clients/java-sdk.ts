@@ -45,7 +45,22 @@ function assertJavaSearch(answer: WireAnswer): string | null {
   for (const key of paged) assert.ok(Number.isInteger(body[key]), `${key} in ${JSON.stringify(body)}`);
   if ('result' in body) assert.ok(Array.isArray(body.result));
   for (const object of (body.objects as unknown[] | undefined) ?? []) onlyKeys(object, OBJECT_KEYS, 'objects[]');
+  for (const object of [...((body.objects as object[] | undefined) ?? []), ...((body.product_types as object[] | undefined) ?? [])]) {
+    assertListMap((object as { attributes?: unknown }).attributes, 'attributes');
+  }
+  for (const entry of [...((body.object_types_list as object[] | undefined) ?? []), ...((body.product_types_list as object[] | undefined) ?? [])]) {
+    assertListMap((entry as { attributes_list?: unknown }).attributes_list, 'attributes_list');
+  }
   return body.status === 'OK' ? null : (body.error[0] as string);
+}
+
+/** ProductType and ObjectSearchResult read `attributes` and `attributesList` as Map<String, List<String>>: a bare string fails. */
+function assertListMap(value: unknown, what: string): void {
+  if (value === undefined) return;
+  assert.ok(typeof value === 'object' && value !== null && !Array.isArray(value), `${what}: ${JSON.stringify(value)} is not a map`);
+  for (const [name, values] of Object.entries(value)) {
+    assert.ok(Array.isArray(values) && values.every((item) => typeof item === 'string'), `${what}.${name}: ${JSON.stringify(values)} is not a list of strings`);
+  }
 }
 
 const get = (stack: ClientStack, path: string, query: [string, string][]) =>
