@@ -75,6 +75,7 @@ export class CatalogPage {
       pager.querySelector('[data-step="-1"]').disabled = answer.page <= 1;
       pager.querySelector('[data-step="1"]').disabled = answer.page >= pages;
       this.#showSchema(answer.schema.fields);
+      this.#showTypes(answer.product_types);
     } catch (error) {
       if (generation !== this.#generation) return;
       this.#clear();
@@ -119,6 +120,22 @@ export class CatalogPage {
     }
     await this.show(this.#page);
     if (failure) this.#showErrors(this.#parts.errors, failure);
+  }
+
+  /** The application's own product types with their prompts and attributes, or a line saying it has the defaults. */
+  #showTypes(types) {
+    const { typesTable, typesDefault } = this.#parts;
+    const cell = (text) => element('td', '', text);
+    typesTable.tBodies[0].replaceChildren(
+      ...(types ?? []).map(({ type, prompts, attributes_list: attributes }) => {
+        const row = document.createElement('tr');
+        const listed = Object.entries(attributes ?? { color: ['every colour'] }).map(([name, values]) => `${name}: ${values.join(', ')}`);
+        row.append(cell(type), cell((prompts ?? []).join(' · ') || '—'), cell(listed.join('; ')));
+        return row;
+      }),
+    );
+    typesTable.hidden = !types;
+    typesDefault.hidden = Boolean(types);
   }
 
   /** The schema as a table of its fields and types, and as the editor's rows. */

@@ -43,6 +43,8 @@ const catalogPage = new CatalogPage(
     errors: $('#catalog-errors'),
     grid: $('#catalog-grid'),
     pager: $('#catalog-pager'),
+    typesTable: $('#product-types-table'),
+    typesDefault: $('#product-types-default'),
     schemaTable: $('#schema-table'),
     schemaEmpty: $('#schema-empty'),
     schemaForm: $('#schema-form'),

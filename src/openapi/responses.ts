@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DATA_ERRORS, GENERAL, SEARCH_ERRORS } from '../http/messages';
 import { FIELD_TYPES } from '../storage/apps';
+import { vocabularyType } from '@edge-image-search/contract/wire';
 
 /**
  * The response bodies, as zod schemas for the OpenAPI document. Nothing validates responses at run time: the
@@ -185,6 +186,9 @@ export const removeResponse = z.object({
   error: dataErrors,
 });
 
+/** An application's own detectable types; null: the service's default types (PUT /admin/apps/{app_id}/product-types). */
+const productTypes = z.array(vocabularyType).nullable().meta({ description: "The application's own detectable types; null: the service's defaults." });
+
 const adminApp = {
   app_id: z.string(),
   name: z.string(),
@@ -196,6 +200,7 @@ const adminApp = {
   upload_bytes_per_minute: z.int().nullable(),
   text_default_operator: z.enum(['AND', 'OR']),
   embed_model: z.string().meta({ description: "The embedding model the application's vectors belong to." }),
+  product_types: productTypes,
 };
 const schemaFields = z.object({
   fields: z.array(z.object({ name: z.string(), type: z.enum(FIELD_TYPES), searchable: z.boolean() })),
@@ -247,5 +252,6 @@ export const catalogResponse = z.object({
   ),
   app_id: z.string(),
   schema: schemaFields,
+  product_types: productTypes,
   reqid,
 });

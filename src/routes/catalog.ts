@@ -52,6 +52,7 @@ const listCatalog: Handler<AppEnv> = async (c) => {
     result,
     app_id: app.id,
     schema: { fields: schema.map(({ name, type, searchable }) => ({ name, type, searchable })) },
+    product_types: app.productTypes,
   });
 };
 

@@ -423,6 +423,9 @@ test('the catalog page: count, thumbnails, paging, a remove, and the schema, whi
     rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent)),
   );
   assert.deepEqual(schema, [['room', 'string', 'yes']]);
+  // The application has not set its own product types: the page says it has the service's defaults.
+  assert.equal(await page.locator('#product-types-default').isVisible(), true);
+  assert.equal(await page.locator('#product-types-table').isVisible(), false);
   await page.screenshot({ path: path.join(SCREENSHOTS, 'console-catalog.png'), fullPage: true });
 
   // A removal takes a second click to confirm.
