@@ -26,7 +26,10 @@ import { ROOT } from './lib/wrangler-env.ts';
  * application of the service's default model (INFERENCE_EMBED_MODELS's first; else the first evaluated).
  * `--embed-model` (repeated, or comma-separated; `--models` is its older name) restricts the models to those it names,
  * by id, INFERENCE_EMBED_MODELS entry or the short label the tables use; a model the service has not loaded is refused,
- * listing those it has (scripts/lib/embed-model-choice.ts). `--detection-only` runs (c) alone.
+ * listing those it has (scripts/lib/embed-model-choice.ts). `--detection-only` runs (c) alone. `--detector <entry>`
+ * and `--pose <entry>` are the inference service's INFERENCE_DETECTOR and INFERENCE_POSE for the run (a built-in
+ * name, a model folder or `hf:owner/repo[@revision]`: inference/README.md, "Detectors in the Hugging Face layout"), so
+ * that (c) measures another detector or clothes parser on the same ground truth.
  */
 
 const { values: args } = parseArgs({
@@ -35,8 +38,13 @@ const { values: args } = parseArgs({
     'embed-model': { type: 'string', multiple: true },
     models: { type: 'string' },
     'detection-only': { type: 'boolean', default: false },
+    detector: { type: 'string' },
+    pose: { type: 'string' },
   },
 });
+// What the inference service the stack starts reads from its environment.
+if (args.detector) process.env.INFERENCE_DETECTOR = args.detector;
+if (args.pose) process.env.INFERENCE_POSE = args.pose;
 const IMAGES_DIR = path.resolve(args.images);
 const STATE_DIR = path.join(ROOT, '.wrangler/eval-state');
 const REPORT_FILE = path.join(ROOT, '.local/eval.json');
