@@ -41,6 +41,7 @@ const ERROR_STATUSES: Record<number, string> = {
   409: 'A reindex into another model is under way: ask again once it is done.',
   429: `"${GENERAL.busy}": past the application's calls a minute, with \`Retry-After\` at the next minute.`,
   500: `"${GENERAL.systemError}"`,
+  503: 'The inference service is unavailable (loading its models, or down): the message says why; ask again.',
 };
 
 /** What an API endpoint's 200 may carry instead of its result (docs/decisions.md). */

@@ -252,7 +252,7 @@ export const adminRoutes = [
       pathParams: APP_PATH,
       body: { media: JSON_BODY, schema: reindexBody },
       success: { status: 202, schema: responses.reindexResponse, description: 'The reindex and its progress.' },
-      failure: httpErrors(404, 409),
+      failure: httpErrors(404, 409, 503),
     },
     startReindexHandler,
   ),
