@@ -12,10 +12,12 @@ import { after, before, describe, test } from 'node:test';
 import { COLOR_NAMES } from '@edge-image-search/contract/attributes';
 import { png, runUntilExit, startServer, type RunningServer } from './harness.ts';
 import { writeTinyDetr } from './tiny-detr.ts';
-import { COLOURS } from './tiny-models.ts';
+import { COLOURS, writeClip } from './tiny-models.ts';
 
 let root: string;
 let server: RunningServer;
+let folder: string;
+let labels: string;
 
 /** 240x160, black: a red block on the top-left quarter, a blue one on the bottom-right quarter. */
 function blocks(): Promise<Buffer> {
@@ -32,8 +34,8 @@ function blocks(): Promise<Buffer> {
 
 before(async () => {
   root = mkdtempSync(path.join(tmpdir(), 'hf-detector-service-'));
-  const folder = writeTinyDetr(path.join(root, 'tiny-detr'), 'detr');
-  const labels = path.join(root, 'labels.json');
+  folder = writeTinyDetr(path.join(root, 'tiny-detr'), 'detr');
+  labels = path.join(root, 'labels.json');
   writeFileSync(labels, JSON.stringify({ red: 'Bag', green: 'Dress', blue: 'Shoe' }));
   server = await startServer({ INFERENCE_DETECTOR: folder, DETECTOR_LABELS: labels, INFERENCE_EMBED_MODELS: 'mobilenet-v2' });
 });
@@ -86,5 +88,27 @@ describe('a detector in the Hugging Face layout', () => {
     const wrong = await runUntilExit({ INFERENCE_DETECTOR: embedder });
     assert.notEqual(wrong.code, 0);
     assert.match(wrong.errorOutput, /model_type "clip" is not a detector the service runs \(supported: detr, conditional_detr, yolos, rt_detr, rt_detr_v2, owlvit, owlv2, segformer\)/);
+  });
+});
+
+describe("attributes other than colour: zero-shot by an embedder that reads text", () => {
+  const vocabulary = JSON.stringify({ types: [{ type: 'Bag', attributes_list: { shade: ['red', 'green', 'blue'], color: ['red', 'blue'] } }] });
+
+  test('an embedder without a text tower leaves them out, and still names the colour', async () => {
+    const { body } = await server.predict(await blocks(), 'detect', { vocabulary });
+    assert.deepEqual(body.detect.objects.map(({ type, attributes }) => ({ type, attributes })), [{ type: 'Bag', attributes: { color: 'red' } }]);
+  });
+
+  test("a CLIP judges each value's prompt against the object's crop: the red block's shade is red", async () => {
+    const clip = writeClip(path.join(root, 'clip-tiny'));
+    const reading = await startServer({ INFERENCE_DETECTOR: folder, DETECTOR_LABELS: labels, INFERENCE_EMBED_MODELS: clip });
+    try {
+      const { status, body } = await reading.predict(await blocks(), 'detect', { vocabulary });
+      assert.equal(status, 200);
+      // The tiny CLIP's text tower reads "a photo of a red bag" as red's vector (its unknown words weigh nothing).
+      assert.deepEqual(body.detect.objects.map(({ type, attributes }) => ({ type, attributes })), [{ type: 'Bag', attributes: { shade: 'red', color: 'red' } }]);
+    } finally {
+      reading.stop();
+    }
   });
 });
