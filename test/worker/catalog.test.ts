@@ -45,6 +45,8 @@ describe('GET /images (the console\'s Catalog page)', () => {
       ],
       app_id: app.app_id,
       schema: { fields: SCHEMA },
+      // Its own product types: none set, the service's defaults.
+      product_types: null,
       reqid: response.headers.get('x-log-id'),
     });
   });
