@@ -12,6 +12,8 @@ import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
 import { loadDetectionTruth, FIXTURES_DIR, overall, precisionRecall, scoreImage, type Detected, type TypeCounts } from './lib/detection-truth.ts';
 import { flattenedOriginal, TRANSFORMS } from '@edge-image-search/devtools/near-duplicates';
 import { ROOT } from './lib/wrangler-env.ts';
+import { nameColor } from '@edge-image-search/contract/attributes';
+import { predictForm } from '@edge-image-search/contract/wire';
 
 /**
  * `npm run eval [-- --images <folder>] [--embed-model <id>]... [--detection-only]`: search quality through the real
@@ -29,7 +31,10 @@ import { ROOT } from './lib/wrangler-env.ts';
  * listing those it has (scripts/lib/embed-model-choice.ts). `--detection-only` runs (c) alone. `--detector <entry>`
  * and `--pose <entry>` are the inference service's INFERENCE_DETECTOR and INFERENCE_POSE for the run (a built-in
  * name, a model folder or `hf:owner/repo[@revision]`: inference/README.md, "Detectors in the Hugging Face layout"), so
- * that (c) measures another detector or clothes parser on the same ground truth.
+ * that (c) measures another detector or clothes parser on the same ground truth. (d) Each cut-out of
+ * test/fixtures/colour-names.json (labelled by eye, apart from the colours the names' references were chosen on) is
+ * named by the colour attribute's rule (the inference service's palette of it, then contract/attributes.ts), and the
+ * names that agree counted.
  */
 
 const { values: args } = parseArgs({
@@ -105,17 +110,20 @@ async function main(): Promise<void> {
   const detectionApp = apps.find((app) => app.model === detectionModel)!;
   console.log(`detection, on the application of ${detectionModel.label}...`);
   const detection = await evaluateDetection(detectionApp.api);
+  const colourNames = await evaluateColourNames(stack);
   const searchSeconds = (performance.now() - searchStarted) / 1000;
 
   printModelLegend(evaluatedModels);
   if (retrievals.length > 0) printRetrievalTables(retrievals);
   printDetectionTable(detection);
+  printColourNames(colourNames);
   const report = {
     images: { folder: IMAGES_DIR, inserted: inserted.length, skipped },
     settings: { endpoint: '/uploadsearch', upload: 'image bytes', detection: DETECTION_OFF, limit: SEARCH_LIMIT, seed: SEED },
     transforms: TRANSFORMS.map(({ name, description, draws }) => ({ name, description, draws })),
     models: Object.fromEntries(apps.map((app) => [app.model.id, modelSection(app, retrievals.find((retrieval) => retrieval.app === app))])),
-    detection: { model: detectionModel.id, ...detection },
+    detection: { model: detectionModel.id, detector: process.env.INFERENCE_DETECTOR || 'centernet', ...detection },
+    colourNames,
     seconds: { search: searchSeconds, total: (performance.now() - started) / 1000 },
   };
   await mkdir(path.dirname(REPORT_FILE), { recursive: true });
@@ -460,3 +468,25 @@ main().then(
     stopAll(1);
   },
 );
+
+type ColourNameReport = { right: number; total: number; misses: { file: string; label: string; named: string | undefined }[] };
+
+/** (d): each labelled cut-out's palette, from the inference service, named as an object's colour attribute is. */
+async function evaluateColourNames(local: LocalStack): Promise<ColourNameReport> {
+  const labels = JSON.parse(await readFile(path.join(FIXTURES_DIR, 'colour-names.json'), 'utf8')) as Record<string, string>;
+  const misses: ColourNameReport['misses'] = [];
+  for (const [file, label] of Object.entries(labels)) {
+    const form = predictForm(await readFile(path.join(FIXTURES_DIR, 'images', file)), ['colors']);
+    const response = await fetch(`${local.inferenceUrl}/predict`, { method: 'POST', body: form, headers: { authorization: `Bearer ${local.inferenceSecret}` } });
+    const { colors } = (await response.json()) as { colors: { palette: { hex: string; ratio: number }[] } };
+    const named = nameColor(colors.palette);
+    if (named !== label) misses.push({ file, label, named });
+  }
+  const total = Object.keys(labels).length;
+  return { right: total - misses.length, total, misses };
+}
+
+function printColourNames({ right, total, misses }: ColourNameReport): void {
+  console.log(`\ncolour names (the colour attribute) on ${total} labelled cut-outs: ${right} right (${((100 * right) / total).toFixed(0)} %)`);
+  for (const miss of misses) console.log(`  ${miss.file}: labelled ${miss.label}, named ${miss.named ?? 'nothing'}`);
+}
