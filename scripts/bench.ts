@@ -7,10 +7,14 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { unstable_readConfig } from 'wrangler';
 import type { RgbPixels } from '../inference/src/image/decode.ts';
+import type { Runtime } from '../inference/src/runtime/runtime.ts';
 import { predictForm } from '@edge-image-search/contract/wire';
 import { EMBEDDER_SPECS } from '../inference/src/models/embed/embedder-specs.ts';
 import { loadHfEmbedder } from '../inference/src/models/embed/hf/hf-embedder.ts';
-import { builtInSpec, modelFilesOf } from '../inference/src/models/registry.ts';
+import { builtInSpec, modelFilesOf, modelSetFromEnv } from '../inference/src/models/registry.ts';
+import { loadHfDetector } from '../inference/src/models/detect/hf/hf-detector.ts';
+import { DETECT_MIN_SCORE } from '../inference/src/models/detect/objects.ts';
+import { loadDefaultPrompts } from '../inference/src/models/detect/prompts.ts';
 import { loadImages, measureRuntime, runtimesToMeasure, type RuntimeTimings } from '../inference/scripts/measure-runtimes.ts';
 import { IMAGES_DIR } from '@edge-image-search/devtools/fixture-images';
 import { startFixtureServer } from '@edge-image-search/devtools/fixture-server';
@@ -116,6 +120,8 @@ async function chooseModel(): Promise<LoadedModel> {
 
 /** Per-runtime timings; a step or network not timed (a Hugging Face model's on tfjs-wasm, its networks) is null. */
 type InferenceTimings = Omit<RuntimeTimings, 'embedNetwork' | 'embedNetworkBatchOf8' | 'embedStep'> & {
+  /** INFERENCE_DETECTOR's detector in the Hugging Face layout, when it names one: ms per image (an open vocabulary with the default prompts). */
+  hfDetectStep?: { detector: string; ms: number | null };
   embedNetwork: number | null;
   embedNetworkBatchOf8: number | null;
   embedStep: number | null;
@@ -134,8 +140,9 @@ async function measureInference(model: LoadedModel): Promise<InferenceTimings[]>
   for (const [label, create] of runtimesToMeasure()) {
     console.log(`Timing ${label} on ${images.length} images...`);
     const { entry } = model;
+    const hfDetectStep = await measureHfDetector(create, images, rounds);
     if (entry.kind === 'built-in') {
-      timings.push(await measureRuntime(label, create, images, rounds, builtInSpec(entry)));
+      timings.push({ ...(await measureRuntime(label, create, images, rounds, builtInSpec(entry))), ...(hfDetectStep && { hfDetectStep }) });
       continue;
     }
     const others = await measureRuntime(label, create, images, rounds, EMBEDDER_SPECS['mobilenet-v2']);
@@ -145,9 +152,23 @@ async function measureInference(model: LoadedModel): Promise<InferenceTimings[]>
       const embedder = await loadHfEmbedder(runtime, await modelFilesOf(entry.location), entry.options);
       embedStep = await msPerImage(images, rounds, (pixels) => embedder.embed(pixels));
     }
-    timings.push({ ...others, embedModel: model.id, embedNetwork: null, embedNetworkBatchOf8: null, embedStep });
+    timings.push({ ...others, embedModel: model.id, embedNetwork: null, embedNetworkBatchOf8: null, embedStep, ...(hfDetectStep && { hfDetectStep }) });
   }
   return timings;
+}
+
+/**
+ * The detector INFERENCE_DETECTOR names in the Hugging Face layout, timed per image on the runtimes that read ONNX
+ * files (null on the others); undefined when it names a built-in one, which measure-runtimes.ts times.
+ */
+async function measureHfDetector(create: () => Promise<Runtime>, images: RgbPixels[], rounds: number): Promise<InferenceTimings['hfDetectStep']> {
+  const entry = modelSetFromEnv().detector;
+  if (entry.kind !== 'hf-layout') return undefined;
+  const runtime = await create();
+  if (!runtime.loadOnnxFile) return { detector: entry.entry, ms: null };
+  const detector = await loadHfDetector(runtime, await modelFilesOf(entry.location), entry.options);
+  const prompts = detector.openVocabulary ? [...loadDefaultPrompts().values()].flat() : undefined;
+  return { detector: entry.entry, ms: await msPerImage(images, rounds, (pixels) => detector.detect(pixels, DETECT_MIN_SCORE, prompts)) };
 }
 
 /** The mean over the images of one round, after one warm-up image; the median round. */
@@ -498,6 +519,7 @@ async function main(): Promise<void> {
     rows.push([`embed, ${t.runtime} (ms/image: step; network)`, embed, '']);
     rows.push([`detect, ${t.runtime} (ms/image: step; network)`, `${ms(t.detectStep)}; ${ms(t.detectNetwork)}`, '']);
     rows.push([`pose, ${t.runtime} (ms per detected person: step; network)`, `${ms(t.poseStep)}; ${ms(t.poseNetwork)}`, '']);
+    if (t.hfDetectStep) rows.push([`detect by ${t.hfDetectStep.detector}, ${t.runtime} (ms/image)`, t.hfDetectStep.ms === null ? 'n/a: runs on ONNX only' : ms(t.hfDetectStep.ms), '']);
   }
   const { raw, insert, ratio } = throughput;
   rows.push([`raw inference, embed+detect+colors, ${CONSUMER_BATCH} at a time`, `${raw.imagesPerSecond.toFixed(2)} images/s (${raw.images} in ${raw.seconds.toFixed(1)} s)`, '']);
