@@ -21,7 +21,7 @@ import {
   type ItemOutcome,
   type PendingItem,
 } from '../storage/transactions';
-import { getSchema, vocabularyOf } from '../storage/apps';
+import { getSchema } from '../storage/apps';
 import { writeTargets } from '../storage/reindexes';
 import { replaceVectorMetadata, vectorMetadata, writeImageVectors, type ModelEmbedding } from '../storage/vectors';
 import { embeddingMismatch } from './embedding-mismatch';
@@ -66,8 +66,7 @@ async function fetchAndPredict(
   item: PendingItem,
 ): Promise<{ bytes: Uint8Array; info: ImageInfo; prediction: Prediction; embeddings: ModelEmbedding[] }> {
   // Read while the image downloads; read after the item was accepted, so a reindex begun before is seen.
-  const [bytes, { models, productTypes }] = await Promise.all([imageBytes(env, item), writeTargets(env.DB, item.appId)]);
-  const vocabulary = vocabularyOf({ productTypes });
+  const [bytes, { models, vocabulary }] = await Promise.all([imageBytes(env, item), writeTargets(env.DB, item.appId)]);
   const info = probeImage(bytes);
   if (!info) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
   if (!hasSupportedDimensions(info)) throw new ItemRejected(DATA_ERRORS.unsupportedDimension);

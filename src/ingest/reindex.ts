@@ -12,7 +12,7 @@ import type { Env } from '../env';
 import { inference } from '../ports/inference';
 import { UndecodableImageError, UnknownEmbedModelError, type DetectVocabulary } from '../ports/inference/types';
 import { appCacheTtlMs } from '../storage/app-cache';
-import { getSchema, vocabularyOf, type SchemaField } from '../storage/apps';
+import { getSchema, type SchemaField } from '../storage/apps';
 import { getImagesByIds } from '../storage/images';
 import type { ImageMetadata } from '../storage/metadata';
 import {
@@ -123,8 +123,8 @@ export async function continueReindex(env: Env, appId: string, step: number): Pr
   try {
     const images = await imagesToReembed(env.DB, appId, reindex.toModel, REEMBED_CHUNK);
     if (images.length > 0) {
-      const [schema, { productTypes }] = await Promise.all([getSchema(env.DB, appId), writeTargets(env.DB, appId)]);
-      await Promise.all(images.map((image) => reembed(env, reindex, image, schema, vocabularyOf({ productTypes }))));
+      const [schema, { vocabulary }] = await Promise.all([getSchema(env.DB, appId), writeTargets(env.DB, appId)]);
+      await Promise.all(images.map((image) => reembed(env, reindex, image, schema, vocabulary)));
       return then('now', await advanceReindex(env.DB, reindex));
     }
     // Other isolates search the old model until their copy of the application expires (docs/decisions.md, Caching

@@ -63,8 +63,12 @@ const toRecord = (row: AppRow): AppRecord => ({
   },
   textDefaultOperator: row.text_default_operator,
   embedModel: row.embed_model,
-  productTypes: row.product_types === null ? null : (JSON.parse(row.product_types) as VocabularyType[]),
+  productTypes: productTypesOf(row.product_types),
 });
+
+/** The `product_types` column as stored (JSON, written by setProductTypes); null: the service's defaults. */
+export const productTypesOf = (column: string | null): VocabularyType[] | null =>
+  column === null ? null : (JSON.parse(column) as VocabularyType[]);
 
 /** An application's types as the inference service reads them; absent: the service's default types. */
 export const vocabularyOf = (app: Pick<AppRecord, 'productTypes'>): DetectVocabulary | undefined =>

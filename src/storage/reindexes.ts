@@ -1,6 +1,6 @@
-import type { VocabularyType } from '@edge-image-search/contract/wire';
+import type { DetectVocabulary } from '@edge-image-search/contract/wire';
 import { formatTimestamp } from '../time';
-import { forgetApp } from './apps';
+import { forgetApp, productTypesOf, vocabularyOf } from './apps';
 
 /**
  * An application's re-embedding into another embedding model (migrations/0012, ingest/reindex.ts): `embedding` while
@@ -116,9 +116,9 @@ export async function resumeReindex(db: D1Database, appId: string, sweep = false
 
 /**
  * What a new version of the application's images is made for: the models it must be written in (its own, and the one
- * it is moving to), and the application's own types its objects are detected as (null: the service's defaults).
+ * it is moving to), and the vocabulary its objects are detected with (the application's own types; absent: the defaults).
  */
-export async function writeTargets(db: D1Database, appId: string): Promise<{ models: string[]; productTypes: VocabularyType[] | null }> {
+export async function writeTargets(db: D1Database, appId: string): Promise<{ models: string[]; vocabulary: DetectVocabulary | undefined }> {
   const row = await db
     .prepare(
       `SELECT a.embed_model, a.product_types, r.to_model FROM apps a LEFT JOIN reindexes r ON r.app_id = a.id AND r.state = 'embedding' WHERE a.id = ?`,
@@ -127,7 +127,7 @@ export async function writeTargets(db: D1Database, appId: string): Promise<{ mod
     .first<{ embed_model: string; product_types: string | null; to_model: string | null }>();
   if (!row) throw new Error(`No application ${appId}`);
   const models = row.to_model === null || row.to_model === row.embed_model ? [row.embed_model] : [row.embed_model, row.to_model];
-  return { models, productTypes: row.product_types === null ? null : (JSON.parse(row.product_types) as VocabularyType[]) };
+  return { models, vocabulary: vocabularyOf({ productTypes: productTypesOf(row.product_types) }) };
 }
 
 /** An image whose vectors are not yet in the reindex's model. */

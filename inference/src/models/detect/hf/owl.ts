@@ -5,7 +5,7 @@ import type { Float32Tensor, Int64Tensor, OnnxFileSession, Runtime, TensorInfo }
 import { modelConfigSchema, preprocessorConfigSchema, readModelJson } from '../../embed/hf/configs.ts';
 import { onnxFileName } from '../../embed/hf/entry.ts';
 import { OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, type ImageDefaults } from '../../embed/hf/families.ts';
-import { checkFloat32, hfModelId } from '../../embed/hf/hf-embedder.ts';
+import { checkFloat32, hfModelId, openHfOnnxFile } from '../../embed/hf/hf-embedder.ts';
 import { imageProcessingOf, padToSquare, pixelValues, type ImageProcessing } from '../../embed/hf/image-processor.ts';
 import { loadTextTokenizer, type TextTokenizer } from '../../embed/hf/text-tokenizer.ts';
 import type { ModelFiles } from '../../hub/model-files.ts';
@@ -208,11 +208,8 @@ export async function fetchOwlModel(files: ModelFiles, options: { file: string }
 export async function loadOwlDetector(runtime: Runtime, files: ModelFiles, options: { file: string }): Promise<Detector> {
   const where = files.source;
   const { modelType, file, image, tokenizer } = await planOwlModel(files, options);
-  const name = FAMILIES[modelType].name;
-  if (!runtime.loadOnnxFile) throw new Error(`${where}: ${name} runs on ONNX Runtime (INFERENCE_RUNTIME=onnx), not on ${runtime.description}`);
-  if (files.names.includes(`${file}_data`)) await files.localPath(`${file}_data`);
   const label = `${where} ${file}`;
-  const session = await runtime.loadOnnxFile({ format: 'onnx-file', file: await files.localPath(file), name: label, outputs: [LOGITS, PRED_BOXES] });
+  const session = await openHfOnnxFile(runtime, files, file, [LOGITS, PRED_BOXES]);
   checkInputs(session.inputs, image, label);
   for (const output of [LOGITS, PRED_BOXES]) checkOutput(session.outputs.find((info) => info.name === output)!, label);
 

@@ -4,7 +4,7 @@ import type { OnnxFileSession, Runtime, TensorInfo } from '../../../runtime/runt
 import { preprocessorConfigSchema, readModelJson } from '../../embed/hf/configs.ts';
 import { onnxFileName } from '../../embed/hf/entry.ts';
 import type { ImageDefaults } from '../../embed/hf/families.ts';
-import { checkFloat32, checkVisionInput, hfModelId } from '../../embed/hf/hf-embedder.ts';
+import { checkFloat32, checkVisionInput, hfModelId, openHfOnnxFile } from '../../embed/hf/hf-embedder.ts';
 import { imageProcessingOf, pixelValues, type ImageProcessing } from '../../embed/hf/image-processor.ts';
 import type { ModelFiles } from '../../hub/model-files.ts';
 import { greyPixels } from '../../model-input.ts';
@@ -106,12 +106,7 @@ export async function loadSegformerParser(runtime: Runtime, files: ModelFiles, o
     const onnxFiles = files.names.filter((name) => name.startsWith('onnx/') && name.endsWith('.onnx'));
     throw new Error(`${where} has no ${file} (the segmenter, file=${options.file}); its ONNX files: ${onnxFiles.join(', ') || 'none'}`);
   }
-  if (!runtime.loadOnnxFile) {
-    throw new Error(`${where}: models in the Hugging Face layout run on ONNX Runtime (INFERENCE_RUNTIME=onnx), not on ${runtime.description}`);
-  }
-  // External data (a file over 2 GB) is fetched beside the graph first: ONNX Runtime reads it from there.
-  if (files.names.includes(`${file}_data`)) await files.localPath(`${file}_data`);
-  const session = await runtime.loadOnnxFile({ format: 'onnx-file', file: await files.localPath(file), name: `${where} ${file}` });
+  const session = await openHfOnnxFile(runtime, files, file);
   const label = `${where} ${file}`;
   checkVisionInput(session.inputs, image, label);
   checkLogits(session.outputs, labels.length, label);
