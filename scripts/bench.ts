@@ -60,7 +60,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '2' },
     // Ingests searched during (issue 19), each with idle samples around it; the ratios pool every round's samples.
     'ingest-rounds': { type: 'string', default: '1' },
-    // One part alone: `distance`.
+    // One part alone: `distance`, or `detector` (INFERENCE_DETECTOR's Hugging Face-layout detector per image).
     only: { type: 'string' },
   },
 });
@@ -493,12 +493,21 @@ async function distanceOnly(): Promise<void> {
   console.log(`\n${distanceReport(distance)}\n\n${distance.seconds.toFixed(0)} s in all. JSON: ${path.relative(ROOT, OUT)} (distance)`);
 }
 
+/** `--only detector`: INFERENCE_DETECTOR's detector in the Hugging Face layout, on each runtime, printed (not kept). */
+async function detectorOnly(): Promise<void> {
+  const images = await loadImages(IMAGES_DIR, Number(args.images));
+  for (const [label, create] of runtimesToMeasure()) {
+    const step = await measureHfDetector(create, images, Number(args.rounds));
+    if (!step) throw new Error('--only detector: INFERENCE_DETECTOR names no detector in the Hugging Face layout (a folder or hf:)');
+    console.log(`detect by ${step.detector}, ${label}: ${step.ms === null ? 'n/a: runs on ONNX only' : `${ms(step.ms)} per image`} (${images.length} images, ${args.rounds} rounds)`);
+  }
+}
+
 async function main(): Promise<void> {
   mkdirSync(path.dirname(OUT), { recursive: true });
-  if (args.only !== undefined) {
-    if (args.only !== 'distance') throw new Error(`--only: distance is the one part that runs alone, got ${args.only}`);
-    return distanceOnly();
-  }
+  if (args.only === 'distance') return distanceOnly();
+  if (args.only === 'detector') return detectorOnly();
+  if (args.only !== undefined) throw new Error(`--only: distance or detector run alone, got ${args.only}`);
   const started = performance.now();
   const model = await chooseModel();
   console.log(`Embedding model: ${model.label}, ${model.id} (INFERENCE_EMBED_MODELS entry ${model.entryName})`);

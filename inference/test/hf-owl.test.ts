@@ -18,6 +18,7 @@ import { folderModelFiles } from '../src/models/hub/model-files.ts';
 import { createOnnxRuntime } from '../src/runtime/onnxruntime.ts';
 import type { Float32Tensor, Runtime } from '../src/runtime/runtime.ts';
 import { channelMeanGraph, COLOURS, info, writeClip, type Rgb } from './tiny-models.ts';
+import { sizedOwlGraph, type OwlShape } from '../scripts/sized-owl.ts';
 import { OWL_GRID, owlColourVector, owlGraph, owlTable, owlTokenizer, writeOwlV2, writeOwlVit } from './tiny-owl.ts';
 
 let runtime: Runtime;
@@ -200,6 +201,24 @@ describe('post-processing against @huggingface/transformers 4.3.1 on the same ra
     const asJs = transformersJs(raw, prompts, 0.3, [200, 300]).best;
     assert.notDeepEqual(sortByBox(ours).map(({ box }) => box[1]), sortByBox(asJs).map(({ box }) => box[1]));
   });
+});
+
+describe('the graphs of real shapes that npm run bench -- --only detector times (scripts/sized-owl.ts)', () => {
+  const tower = { width: 32, heads: 4, layers: 2, mlp: 64 };
+  const small = (family: OwlShape['family']): OwlShape => ({ family, imageSize: 64, patch: 16, vision: tower, text: { ...tower, vocabulary: 50 }, projection: 16 });
+
+  for (const [family, write] of [['owlvit', writeOwlVit], ['owlv2', writeOwlV2]] as const) {
+    test(`${family}: the service loads it and answers each of its 4x4 patches with one of the prompts`, async () => {
+      const detector = await load(write(folder(`sized-${family}`), { graph: sizedOwlGraph(small(family)), imageSize: 64, patch: 16 }));
+      const prompts = ['red', 'green', 'blue'];
+      const found = await detector.detect(grid(96, 64, [{ x: 1, y: 1, rgb: COLOURS.red }]), 0, prompts);
+      assert.equal(found.length, 16);
+      for (const { label, box } of found) {
+        assert.ok(prompts.includes(label), label);
+        assert.ok(box.every(Number.isFinite), `box [${box.join(', ')}]`);
+      }
+    });
+  }
 });
 
 describe('what stops loading, with its message', () => {

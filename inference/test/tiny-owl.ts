@@ -81,7 +81,8 @@ export function owlTokenizer(): { tokenizer: object; config: object; vocabulary:
 export const owlTable = (vocabulary: string[]) =>
   colourTable(vocabulary, (colour: Colour) => owlColourVector(COLOURS[colour])).map((row, id) => (vocabulary[id] === '!' ? owlColourVector(COLOURS.blue) : row));
 
-export type TinyOwlOptions = { readonly quantized?: boolean; readonly graph?: Uint8Array };
+/** `imageSize` and `patch` go with a `graph` of other shapes (inference/scripts/sized-owl.ts). */
+export type TinyOwlOptions = { readonly quantized?: boolean; readonly graph?: Uint8Array; readonly imageSize?: number; readonly patch?: number };
 
 /** The files both families share: the tokenizer and the fused model (and its quantized variant). */
 function owlFiles(options: TinyOwlOptions): Record<string, object | Uint8Array> {
@@ -101,10 +102,11 @@ function owlFiles(options: TinyOwlOptions): Record<string, object | Uint8Array> 
  * and std).
  */
 export function writeOwlVit(folder: string, options: TinyOwlOptions = {}): string {
+  const { imageSize = OWL_SIZE, patch = OWL_PATCH } = options;
   return writeModelFolder(folder, {
-    'config.json': { model_type: 'owlvit', text_config: { max_position_embeddings: OWL_TOKENS }, vision_config: { image_size: OWL_SIZE, patch_size: OWL_PATCH } },
+    'config.json': { model_type: 'owlvit', text_config: { max_position_embeddings: OWL_TOKENS }, vision_config: { image_size: imageSize, patch_size: patch } },
     'preprocessor_config.json': {
-      crop_size: OWL_SIZE,
+      crop_size: imageSize,
       do_center_crop: true,
       do_normalize: true,
       do_resize: true,
@@ -112,7 +114,7 @@ export function writeOwlVit(folder: string, options: TinyOwlOptions = {}): strin
       image_mean: CLIP_MEAN,
       image_std: CLIP_STD,
       resample: 3,
-      size: OWL_SIZE,
+      size: imageSize,
     },
     ...owlFiles(options),
   });
@@ -123,8 +125,9 @@ export function writeOwlVit(folder: string, options: TinyOwlOptions = {}): strin
  * (rescale, pad to a square, resize to height/width bilinearly, normalize with CLIP's mean and std).
  */
 export function writeOwlV2(folder: string, options: TinyOwlOptions = {}): string {
+  const { imageSize = OWL_SIZE, patch = OWL_PATCH } = options;
   return writeModelFolder(folder, {
-    'config.json': { model_type: 'owlv2', text_config: { max_position_embeddings: OWL_TOKENS }, vision_config: { image_size: OWL_SIZE, patch_size: OWL_PATCH } },
+    'config.json': { model_type: 'owlv2', text_config: { max_position_embeddings: OWL_TOKENS }, vision_config: { image_size: imageSize, patch_size: patch } },
     'preprocessor_config.json': {
       do_normalize: true,
       do_pad: true,
@@ -136,7 +139,7 @@ export function writeOwlV2(folder: string, options: TinyOwlOptions = {}): string
       processor_class: 'Owlv2Processor',
       resample: 2,
       rescale_factor: 1 / 255,
-      size: { height: OWL_SIZE, width: OWL_SIZE },
+      size: { height: imageSize, width: imageSize },
     },
     ...owlFiles(options),
   });
