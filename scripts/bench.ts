@@ -29,6 +29,7 @@ import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
 import { cpuSeconds, processKind, sampleMemory, type Memory } from './lib/process-usage.ts';
 import { serverTimingEntries } from './lib/server-timing.ts';
 import { ROOT, useLocalWrangler } from './lib/wrangler-env.ts';
+import { addLabelledVectors, decodeStatistics, emptyStatistics, encodeProjection, encodeStatistics, fitProjection, MAX_CLASSES } from '../src/tuning/projection.ts';
 
 /**
  * `npm run bench` (issue 8): inference time per image on each runtime; insert throughput through the queue against
@@ -38,6 +39,7 @@ import { ROOT, useLocalWrangler } from './lib/wrangler-env.ts';
  *
  *   npm run bench -- [--embed-model <id>] [--sizes 1000,10000,100000] [--copies 2] [--images 20] [--rounds 2] [--ingest-rounds 1]
  *   npm run bench -- --only distance     # the distance rows alone (about a minute), written into .local/bench.json's `distance`
+ *   npm run bench -- --only tuning       # a tuning fit in-process (src/tuning/projection.ts), as its job runs it, printed (not kept)
  *
  * `--embed-model` picks the embedding model timed and inserted with, one the inference service loads
  * (INFERENCE_EMBED_MODELS; by id, entry or dimensions label, as `npm run eval` takes it); by default the service's
@@ -60,7 +62,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '2' },
     // Ingests searched during (issue 19), each with idle samples around it; the ratios pool every round's samples.
     'ingest-rounds': { type: 'string', default: '1' },
-    // One part alone: `distance`, or `detector` (INFERENCE_DETECTOR's Hugging Face-layout detector per image).
+    // One part alone: `distance`, `detector` (INFERENCE_DETECTOR's Hugging Face-layout detector per image), or `tuning`.
     only: { type: 'string' },
   },
 });
@@ -503,11 +505,103 @@ async function detectorOnly(): Promise<void> {
   }
 }
 
+/**
+ * `--only tuning`: the fits timed, in the order run (smallest first, for the peak RSS): dimensions, labelled vectors,
+ * and the classes they are labelled among; the last at MAX_CLASSES, the fit's worst case.
+ */
+const TUNING_FITS = [
+  { dims: 448, vectors: 10_000, classes: 100 },
+  { dims: 448, vectors: 100_000, classes: 100 },
+  { dims: 1536, vectors: 10_000, classes: 100 },
+  { dims: 1536, vectors: 100_000, classes: 100 },
+  { dims: 1536, vectors: 10_000, classes: MAX_CLASSES },
+] as const;
+/** The job's queue step: this many labelled vectors. */
+const TUNING_BATCH = 200;
+/**
+ * Steps are timed for at most this long per fit, the rest extrapolated: a step's cost does not grow with the vectors
+ * already added (the statistics are D(D+1)/2 + C·D numbers however many). On this machine's two cores every step fits.
+ */
+const TUNING_STEP_BUDGET_MS = 90_000;
+
+/** A random unit vector as stored (Float32), from Gaussian draws. */
+function randomUnitVector(dims: number): Float32Array {
+  const values = new Float32Array(dims);
+  let norm = 0;
+  for (let i = 0; i < dims; i++) {
+    values[i] = Math.sqrt(-2 * Math.log(1 - Math.random())) * Math.cos(2 * Math.PI * Math.random());
+    norm += values[i]! ** 2;
+  }
+  for (let i = 0; i < dims; i++) values[i]! /= Math.sqrt(norm);
+  return values;
+}
+
+/**
+ * `--only tuning`: a tuning fit as its job runs it, in this process: every step decodes the statistics the last step
+ * encoded, adds a batch of random unit vectors labelled round-robin among the classes, and encodes them again; then
+ * one fitProjection. Printed (not kept).
+ */
+function tuningOnly(): void {
+  const mib = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+  const inUse = (): number => process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers;
+  const [startInUse, startRss] = [inUse(), process.memoryUsage().rss];
+  const rows: string[][] = [];
+  for (const { dims, vectors, classes } of TUNING_FITS) {
+    const steps = vectors / TUNING_BATCH;
+    console.log(`Tuning fit: D = ${dims}, ${vectors} vectors among ${classes} classes in ${steps} steps of ${TUNING_BATCH}...`);
+    let bytes = encodeStatistics(emptyStatistics(dims));
+    const spent = { decode: 0, add: 0, encode: 0 };
+    let timed = 0;
+    let peakInUse = 0;
+    while (timed < steps && (timed === 0 || spent.decode + spent.add + spent.encode < TUNING_STEP_BUDGET_MS)) {
+      const batch = Array.from({ length: TUNING_BATCH }, (_, v) => ({ label: `class ${(timed * TUNING_BATCH + v) % classes}`, values: randomUnitVector(dims) }));
+      const started = performance.now();
+      const stats = decodeStatistics(bytes);
+      const decoded = performance.now();
+      addLabelledVectors(stats, batch);
+      const added = performance.now();
+      bytes = encodeStatistics(stats);
+      spent.decode += decoded - started;
+      spent.add += added - decoded;
+      spent.encode += performance.now() - added;
+      peakInUse = Math.max(peakInUse, inUse());
+      timed++;
+    }
+    const started = performance.now();
+    const projection = fitProjection(decodeStatistics(bytes));
+    const fitMs = performance.now() - started;
+    peakInUse = Math.max(peakInUse, inUse());
+    const perStep = (spent.decode + spent.add + spent.encode) / timed;
+    const each = (ms: number): string => (ms / timed).toFixed(1);
+    rows.push([
+      String(dims),
+      String(vectors),
+      String(classes),
+      timed === steps ? String(steps) : `${steps} (${timed} timed, the rest extrapolated)`,
+      `${perStep.toFixed(1)} (${each(spent.decode)} / ${each(spent.add)} / ${each(spent.encode)})`,
+      `${((perStep * steps) / 1000).toFixed(1)} s`,
+      mib(bytes.length),
+      fitMs.toFixed(0),
+      mib(encodeProjection(projection).length),
+      `+${mib(peakInUse - startInUse)}`,
+      mib(process.resourceUsage().maxRSS * 1024),
+    ]);
+  }
+  console.log(`\nTuning fit (src/tuning/projection.ts), in-process on ${availableParallelism()} cores, Node ${process.version}; steps of ${TUNING_BATCH} random unit vectors.`);
+  console.log(
+    `Heap + buffers: the largest heapUsed + arrayBuffers sampled after a step or the fit, over the ${mib(startInUse)} in use before (the bench's imports). ` +
+      `Peak RSS: the process's so far (${mib(startRss)} before; fits run smallest first), which takes in the fit's own arrays.`,
+  );
+  const header = ['D', 'N', 'classes', 'steps', 'ms per step (decode / add / encode)', 'all steps', 'bytes kept between steps', 'fit ms', 'projection bytes', 'heap + buffers', 'peak RSS'];
+  console.log(`\n| ${header.join(' | ')} |\n|${header.map(() => ' --- |').join('')}\n${rows.map((row) => `| ${row.join(' | ')} |`).join('\n')}`);
+}
+
 async function main(): Promise<void> {
   mkdirSync(path.dirname(OUT), { recursive: true });
   if (args.only === 'distance') return distanceOnly();
   if (args.only === 'detector') return detectorOnly();
-  if (args.only !== undefined) throw new Error(`--only: distance or detector run alone, got ${args.only}`);
+  if (args.only === 'tuning') return tuningOnly();
+  if (args.only !== undefined) throw new Error(`--only: distance, detector or tuning run alone, got ${args.only}`);
   const started = performance.now();
   const model = await chooseModel();
   console.log(`Embedding model: ${model.label}, ${model.id} (INFERENCE_EMBED_MODELS entry ${model.entryName})`);
