@@ -17,7 +17,7 @@ type TextModel = { id: string; dimensions: number };
 const withTextModel = (model: TextModel | undefined): Record<string, string> =>
   model
     ? {
-        EMBED_MODELS: JSON.stringify({ ...JSON.parse(localEmbedModels), [model.id]: { dimensions: model.dimensions, images: 'images-text', objects: 'objects-text' } }),
+        EMBED_MODELS: JSON.stringify({ ...JSON.parse(localEmbedModels), [model.id]: { dimensions: model.dimensions, images: 'images-text', objects: 'objects-text', tuned: { images: 'images-text-tuned', objects: 'objects-text-tuned' } } }),
         TEXT_EMBED_MODEL: model.id,
       }
     : {};

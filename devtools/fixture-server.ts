@@ -6,6 +6,7 @@ import sharp from 'sharp';
 import { IMAGES_DIR, PEOPLE_DIR } from './fixture-images.ts';
 import { HOSTILE_SOURCE, hostileImages, rawPixels, type HostileImage } from './hostile-images.ts';
 import { FORMAT_VARIANTS } from './image-formats.ts';
+import { shapeCatalog } from './shape-catalog.ts';
 
 export { IMAGES_DIR };
 
@@ -29,6 +30,7 @@ export { IMAGES_DIR };
  * - `/redirect/<url>`: a 302 to that URL (URL-encoded, absolute or relative);
  * - `/slow-redirect/<url>`: the same, after a delay of two seconds;
  * - `/people/<file>`: a photo of people (test/fixtures/people);
+ * - `/shapes/<seed>:<count>:<name>`: an image of shape-catalog.ts's catalog drawn with that seed and count per shape, as PNG;
  * - `/dns-query?name=<host>&type=A|AAAA`: a DNS-over-HTTPS JSON resolver of the zone in `DNS_ZONE`.
  * Any path may carry a further segment, which is ignored, so a URL can end in a lying extension.
  */
@@ -69,6 +71,12 @@ async function respond(kind: string, name: string): Promise<Answer> {
       return ok(await readImage(name));
     case 'people':
       return ok(await readFile(path.join(PEOPLE_DIR, path.basename(name))));
+    case 'shapes': {
+      const [seed = '', count = '', image = ''] = name.split(':');
+      const drawn = shapeCatalog(Number(count), Number(seed)).find((candidate) => candidate.name === image);
+      if (!drawn) throw new Error(`unknown shape image ${name}`);
+      return ok(await sharp(Buffer.from(drawn.svg)).png().toBuffer(), 'image/png');
+    }
     case 'slow':
       await new Promise((resolve) => setTimeout(resolve, 2000));
       return ok(await readImage(name));

@@ -18,6 +18,10 @@ const USAGE = `Usage: npm run admin -- <command>
   set-product-types <app_id> <file.json>    the application's own detectable types: the file holds
                                             {"types": [{"type", "prompts"?, "attributes_list"?}]}
   reset-product-types <app_id>              back to the service's default types
+  tune <app_id> <label_field> [always]      tune the application's search on a field labelling its images; it moves
+                                            to the tuning unless held-out precision@5 would fall (or: always)
+  tune-status <app_id>                      the latest tuning, its state and held-out report
+  untune <app_id>                           back to the untuned search
 
 Environment: API_URL (default http://127.0.0.1:$PORT; PORT unset: the running npm start's, else 8787), ADMIN_TOKEN
 (default dev-admin-token).`;
@@ -67,6 +71,13 @@ async function main(args: string[]): Promise<number> {
     reply = await adminRequest(config, 'PUT', `/admin/apps/${encodeURIComponent(appId!)}/product-types`, JSON.parse(readFileSync(file!, 'utf8')) as unknown);
   } else if (command === 'reset-product-types' && rest.length === 1) {
     reply = await adminRequest(config, 'DELETE', `/admin/apps/${encodeURIComponent(rest[0]!)}/product-types`);
+  } else if (command === 'tune' && (rest.length === 2 || (rest.length === 3 && rest[2] === 'always'))) {
+    const [appId, labelField, apply] = rest;
+    reply = await adminRequest(config, 'POST', `/admin/apps/${encodeURIComponent(appId!)}/tune`, { label_field: labelField, ...(apply && { apply }) });
+  } else if (command === 'tune-status' && rest.length === 1) {
+    reply = await adminRequest(config, 'GET', `/admin/apps/${encodeURIComponent(rest[0]!)}/tune`);
+  } else if (command === 'untune' && rest.length === 1) {
+    reply = await adminRequest(config, 'DELETE', `/admin/apps/${encodeURIComponent(rest[0]!)}/tune`);
   } else {
     console.error(USAGE);
     return 2;

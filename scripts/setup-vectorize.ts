@@ -37,13 +37,15 @@ const vectorize: { binding: string; index_name: string }[] = config.vectorize;
 /** An index to create: its dimensions, and whether it holds object vectors (filtered by type). */
 type IndexSetup = { name: string; dimensions: number; objects: boolean };
 
-/** Each bound index: each embedding model's two, and the colours'. */
+/** Each bound index: each embedding model's two (and its tuned two), and the colours'. */
 const INDEXES: Record<string, Omit<IndexSetup, 'name'>> = {
   VECTORIZE_COLORS: { dimensions: PALETTE_VECTOR_DIM, objects: false },
 };
-for (const { dimensions, images, objects } of configured.values()) {
-  INDEXES[images] = { dimensions, objects: false };
-  INDEXES[objects] = { dimensions, objects: true };
+for (const { dimensions, images, objects, tuned } of configured.values()) {
+  for (const names of [{ images, objects }, ...(tuned ? [tuned] : [])]) {
+    INDEXES[names.images] = { dimensions, objects: false };
+    INDEXES[names.objects] = { dimensions, objects: true };
+  }
 }
 const bound: IndexSetup[] = vectorize.map((binding) => {
   const index = INDEXES[binding.binding];
@@ -90,9 +92,11 @@ async function servedModelIndexes(inferenceUrl: string): Promise<{ toCreate: Ind
   const added = served.filter(({ id }) => !configured.has(id)).map(({ id, dim }) => ({ dim, names: indexNamesOf(id) }));
   const { models, defaultModel } = embedModelsFor(served, configured, (id) => {
     const names = indexNamesOf(id);
-    return { images: bindingOf(names.images), objects: bindingOf(names.objects) };
+    return { images: bindingOf(names.images), objects: bindingOf(names.objects), tuned: { images: bindingOf(names.tuned.images), objects: bindingOf(names.tuned.objects) } };
   });
-  const bindings = added.flatMap(({ names }) => [names.images, names.objects]).map((name) => ({ binding: bindingOf(name), index_name: prefix + name }));
+  const bindings = added
+    .flatMap(({ names }) => [names.images, names.objects, names.tuned.images, names.tuned.objects])
+    .map((name) => ({ binding: bindingOf(name), index_name: prefix + name }));
   const settings = [
     ...(added.length === 0 ? [`# --env ${values.env} binds every model the service loaded: nothing to create.`] : []),
     `# wrangler.toml, [env.${values.env}.vars] (the service's models first, its default as EMBED_MODEL):`,
@@ -100,9 +104,11 @@ async function servedModelIndexes(inferenceUrl: string): Promise<{ toCreate: Ind
     `EMBED_MODEL = ${JSON.stringify(defaultModel)}`,
     ...bindings.map(({ binding, index_name }) => `\n[[env.${values.env}.vectorize]]\nbinding = "${binding}"\nindex_name = "${index_name}"`),
   ];
-  const toCreate = added.flatMap(({ dim, names }) => [
-    { name: prefix + names.images, dimensions: dim, objects: false },
-    { name: prefix + names.objects, dimensions: dim, objects: true },
-  ]);
+  const toCreate = added.flatMap(({ dim, names }) =>
+    [names, names.tuned].flatMap((pair) => [
+      { name: prefix + pair.images, dimensions: dim, objects: false },
+      { name: prefix + pair.objects, dimensions: dim, objects: true },
+    ]),
+  );
   return { toCreate, settings: settings.join('\n') };
 }

@@ -30,8 +30,8 @@ export async function servedEmbedders(inferenceUrl: string): Promise<ServedEmbed
 }
 
 /**
- * Each name's longest slug: `objects-` + slug + `-` + 8 hex is at most 32 characters, short enough for the local
- * index and, behind the environment's prefix (`image-search-`), for Vectorize's 64-byte index names.
+ * Each name's longest slug: `objects-` + slug + `-` + 8 hex is at most 32 characters (38 with `-tuned`), short enough
+ * for the local index and, behind the environment's prefix (`image-search-`), for Vectorize's 64-byte index names.
  */
 const SLUG_LENGTH = 15;
 
@@ -41,12 +41,15 @@ const SLUG_LENGTH = 15;
  * the id's start) and a hash of the whole id, e.g. `images-clip-vit-base-p-1a2b3c4d`. Lowercase letters, digits and
  * dashes, starting with a letter: valid as Vectorize index names too, which setup-vectorize.ts derives from these.
  */
-export function indexNamesOf(modelId: string): { images: string; objects: string } {
+export function indexNamesOf(modelId: string): ModelIndexNames {
   const name = modelId.replace(/^hf:/, '').split('@')[0]!.split('/').at(-1)!;
   const slug = name.toLowerCase().replace(/[^a-z0-9]+/g, '-').slice(0, SLUG_LENGTH).replace(/^-+|-+$/g, '') || 'model';
   const key = `${slug}-${createHash('sha256').update(modelId).digest('hex').slice(0, 8)}`;
-  return { images: `images-${key}`, objects: `objects-${key}` };
+  return { images: `images-${key}`, objects: `objects-${key}`, tuned: { images: `images-${key}-tuned`, objects: `objects-${key}-tuned` } };
 }
+
+/** A model's index names: its own two, and the two of its tuned applications (docs/decisions.md, "Tuning on a label field"). */
+export type ModelIndexNames = Omit<EmbedModelIndexes, 'dimensions'> & { tuned: { images: string; objects: string } };
 
 /** EMBED_MODELS and EMBED_MODEL as wrangler.toml's top level (the local stack's) sets them. */
 export function configuredEmbedModels(): { models: ReadonlyMap<string, EmbedModelIndexes>; defaultModel: string } {
@@ -64,7 +67,7 @@ export function configuredEmbedModels(): { models: ReadonlyMap<string, EmbedMode
 export function embedModelsFor(
   served: readonly ServedEmbedder[],
   configured: ReadonlyMap<string, EmbedModelIndexes>,
-  namesOf: (modelId: string) => { images: string; objects: string } = indexNamesOf,
+  namesOf: (modelId: string) => ModelIndexNames = indexNamesOf,
 ): { models: Record<string, EmbedModelIndexes>; defaultModel: string } {
   const models: Record<string, EmbedModelIndexes> = {};
   for (const { id, dim } of served) {

@@ -65,3 +65,10 @@ export const productTypesBody = strictBody({
     .max(VOCABULARY_LIMITS.types, `at most ${VOCABULARY_LIMITS.types} types`)
     .refine((types) => new Set(types.map(({ type }) => type.toLowerCase())).size === types.length, 'type names must be unique (whatever their case)'),
 });
+export const tuneBody = strictBody({
+  label_field: z.string().min(1).max(64).meta({ description: "A field of the application's schema whose values label its images (e.g. `category`)." }),
+  apply: z
+    .enum(['better', 'always'])
+    .optional()
+    .meta({ description: '`better` (default): the application moves to the tuning only if held-out precision@5 does not fall; `always`.' }),
+});

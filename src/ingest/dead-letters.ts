@@ -4,7 +4,7 @@ import { MAX_DETECTED_OBJECTS } from '../ports/inference/types';
 import { imageBlobKey } from '../storage/blobs';
 import { retireUnlessLive } from '../storage/retired';
 import { getPendingItem, isMetadataUpdate, settleItem, type ItemOutcome } from '../storage/transactions';
-import { isReindexMessage, type IngestMessage } from './message';
+import { isJobMessage, type IngestMessage } from './message';
 import { releaseStaged } from './staged-uploads';
 
 /** How an item ends when retrying gave up on it (failForGood, for the dead-letter consumer and the sweeper). */
@@ -37,9 +37,9 @@ export const isDeadLetterQueue = (queue: string): boolean => queue.endsWith('-dl
  */
 export async function consumeDeadLetters(batch: MessageBatch<IngestMessage>, env: Env): Promise<void> {
   for (const message of batch.messages) {
-    if (isReindexMessage(message.body)) {
-      // Nothing is lost with a reindex step: its progress is in D1, and the sweeper resumes it (sweeper.ts).
-      console.error(JSON.stringify({ event: 'reindex_dead_letter', appId: message.body.reindex, attempts: message.attempts }));
+    if (isJobMessage(message.body)) {
+      // Nothing is lost with a job's step: its progress is in D1, and the sweeper resumes it (sweeper.ts).
+      console.error(JSON.stringify({ event: 'job_dead_letter', job: message.body, attempts: message.attempts }));
       message.ack();
       continue;
     }

@@ -22,7 +22,9 @@ import {
   type PendingItem,
 } from '../storage/transactions';
 import { getSchema } from '../storage/apps';
+import { readProjection } from '../storage/projections';
 import { writeTargets } from '../storage/reindexes';
+import { projectEmbedding } from '../tuning/project-embedding';
 import { replaceVectorMetadata, vectorMetadata, writeImageVectors, type ModelEmbedding } from '../storage/vectors';
 import { embeddingMismatch } from './embedding-mismatch';
 import type { InsertMessage } from './message';
@@ -66,7 +68,7 @@ async function fetchAndPredict(
   item: PendingItem,
 ): Promise<{ bytes: Uint8Array; info: ImageInfo; prediction: Prediction; embeddings: ModelEmbedding[] }> {
   // Read while the image downloads; read after the item was accepted, so a reindex begun before is seen.
-  const [bytes, { models, vocabulary }] = await Promise.all([imageBytes(env, item), writeTargets(env.DB, item.appId)]);
+  const [bytes, { models, vocabulary, tuning }] = await Promise.all([imageBytes(env, item), writeTargets(env.DB, item.appId)]);
   const info = probeImage(bytes);
   if (!info) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
   if (!hasSupportedDimensions(info)) throw new ItemRejected(DATA_ERRORS.unsupportedDimension);
@@ -82,6 +84,8 @@ async function fetchAndPredict(
       if (mismatch) throw new Error(mismatch);
       return { model: models[k]!, vector: embed.vector, objects: detect.objects.slice(0, objectCount) };
     });
+    // A tuning applied or being made has the version's vectors projected too (no reindex runs meanwhile: one model).
+    if (tuning !== null) embeddings.push(projectEmbedding(await readProjection(env.BLOBS, item.appId, tuning), embeddings[0]!));
     return { bytes, info, prediction, embeddings };
   } catch (error) {
     if (error instanceof UndecodableImageError) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
@@ -120,7 +124,7 @@ async function ingest(env: Env, item: PendingItem): Promise<void> {
       metadata: item.metadata,
       objectCount: objects.length,
       colors: prediction.colors.palette,
-      embedModel: embeddings.at(-1)!.model,
+      embedModel: embeddings.findLast((embedding) => !embedding.tuned)!.model,
     },
     item,
     // A version that lost to a later insert of the name is still done: the item was processed, the later one won. One

@@ -5,9 +5,14 @@
 export type InsertMessage = { transId: number; index: number; busy?: number };
 /** Step `step` of an application's reindex (ingest/reindex.ts); `busy` as above. */
 export type ReindexMessage = { reindex: string; step: number; busy?: number };
-/** The ingest queue carries both: every job that needs the inference service's bulk line. */
-export type IngestMessage = InsertMessage | ReindexMessage;
+/** Step `step` of an application's tuning (ingest/tuning.ts); `busy` as above. */
+export type TuningMessage = { tuning: string; step: number; busy?: number };
+/** A step of an admin job: resumable from its progress in D1, each step sending the next (ingest/job-step.ts). */
+export type JobMessage = ReindexMessage | TuningMessage;
+/** The ingest queue carries both: every job that needs the inference service's bulk line, or reads what it wrote. */
+export type IngestMessage = InsertMessage | JobMessage;
 
+export const isJobMessage = (message: IngestMessage): message is JobMessage => !('transId' in message);
 export const isReindexMessage = (message: IngestMessage): message is ReindexMessage => 'reindex' in message;
 
 /** A queue's sendBatch takes at most this many messages. */
@@ -21,8 +26,8 @@ export async function sendInsertMessages(queue: Queue<IngestMessage>, items: Ins
   await queue.sendBatch(items.map(({ transId, index, busy }) => ({ body: busy ? { transId, index, busy } : { transId, index } })), options);
 }
 
-/** Sends a step of an application's reindex: from the admin API, the sweeper, and the step before. */
-export async function sendReindexMessage(queue: Queue<IngestMessage>, message: ReindexMessage, options?: { delaySeconds?: number }): Promise<void> {
-  const { reindex, step, busy } = message;
-  await queue.send(busy ? { reindex, step, busy } : { reindex, step }, options?.delaySeconds ? { delaySeconds: options.delaySeconds } : undefined);
+/** Sends a step of an application's job: from the admin API, the sweeper, and the step before. */
+export async function sendJobMessage(queue: Queue<IngestMessage>, message: JobMessage, options?: { delaySeconds?: number }): Promise<void> {
+  const { busy, ...body } = message;
+  await queue.send(busy ? { ...body, busy } : body, options?.delaySeconds ? { delaySeconds: options.delaySeconds } : undefined);
 }

@@ -31,8 +31,9 @@ import {
 } from '../storage/reindexes';
 import { deleteEmbeddings, deleteEmbeddingsExcept, imageVectors, objectVectors, vectorMetadata, writeEmbedding } from '../storage/vectors';
 import { embeddingMismatch } from './embedding-mismatch';
-import { sendReindexMessage, type ReindexMessage } from './message';
-import { DEFER_SECONDS, tryAgainLater } from './retry-policy';
+import { ENDED, nextStep, type JobKind, type JobStep } from './job-step';
+import type { ReindexMessage } from './message';
+import { DEFER_SECONDS } from './retry-policy';
 
 /** Images embedded again per step, side by side: each a bulk prediction, as an insert's is. */
 const REEMBED_CHUNK = 10;
@@ -41,18 +42,6 @@ const RETIRE_CHUNK = 100;
 
 /** The reindex cannot go on without the operator: it is recorded as failed, and the application stays where it is. */
 export class ReindexFailed extends Error {}
-
-/**
- * What comes after a step: the next, now or after a pause (`wait`: items accepted before the reindex, or inserts
- * accepted before the switch, are still pending; after the switch, so that searches begun on the old model's indexes
- * end before they are emptied), with the number its message carries; or nothing, when the reindex ended or another
- * chain of steps took over.
- */
-/** What comes after a step: the next one now, after a wait (DEFER_SECONDS unless `delaySeconds` says), or nothing. */
-export type ReindexStep = { next: 'now' | 'wait'; step: number; delaySeconds?: number } | { next: 'ended' };
-
-const ENDED: ReindexStep = { next: 'ended' };
-const then = (next: 'now' | 'wait', step: number | null): ReindexStep => (step === null ? ENDED : { next, step });
 
 async function reembed(env: Env, reindex: Reindex, image: ImageToReembed, schema: SchemaField[], vocabulary: DetectVocabulary | undefined): Promise<void> {
   const stillLive = async () => (await getImagesByIds(env.DB, reindex.appId, [image.id], [])).size > 0;
@@ -107,30 +96,30 @@ export async function embedModelProblem(env: Env, model: string): Promise<string
 }
 
 /** Step `step` of an application's reindex (a queue message's work). Throws what the queue should retry. */
-export async function continueReindex(env: Env, appId: string, step: number): Promise<ReindexStep> {
+export async function continueReindex(env: Env, appId: string, step: number): Promise<JobStep> {
   const reindex = await getReindex(env.DB, appId);
   if (!reindex || reindex.step !== step || (reindex.state !== 'embedding' && reindex.state !== 'retiring')) return ENDED;
   if (reindex.state === 'retiring') {
-    if (await oldModelWritesPending(env.DB, reindex)) return then('wait', await advanceReindex(env.DB, reindex));
+    if (await oldModelWritesPending(env.DB, reindex)) return nextStep('wait', await advanceReindex(env.DB, reindex));
     const images = await imagesAfter(env.DB, appId, reindex.toModel, reindex.retireCursor, RETIRE_CHUNK);
     await deleteEmbeddingsExcept(env, reindex.toModel, images);
     if (images.length === 0) {
       await advanceReindex(env.DB, reindex, { done: true });
       return ENDED;
     }
-    return then('now', await advanceReindex(env.DB, reindex, { retireCursor: images.at(-1)!.id }));
+    return nextStep('now', await advanceReindex(env.DB, reindex, { retireCursor: images.at(-1)!.id }));
   }
   try {
     const images = await imagesToReembed(env.DB, appId, reindex.toModel, REEMBED_CHUNK);
     if (images.length > 0) {
       const [schema, { vocabulary }] = await Promise.all([getSchema(env.DB, appId), writeTargets(env.DB, appId)]);
       await Promise.all(images.map((image) => reembed(env, reindex, image, schema, vocabulary)));
-      return then('now', await advanceReindex(env.DB, reindex));
+      return nextStep('now', await advanceReindex(env.DB, reindex));
     }
     // Other isolates search the old model until their copy of the application expires (docs/decisions.md, Caching
     // the calling application): its vectors are retired only after that.
     if (await switchToNewModel(env.DB, reindex)) return { next: 'wait', step: reindex.step + 1, delaySeconds: Math.max(DEFER_SECONDS, Math.ceil(appCacheTtlMs(env) / 1000) + 1) };
-    return then('wait', await advanceReindex(env.DB, reindex));
+    return nextStep('wait', await advanceReindex(env.DB, reindex));
   } catch (error) {
     if (!(error instanceof ReindexFailed)) throw error;
     console.error(JSON.stringify({ event: 'reindex_failed', appId, error: error.message }));
@@ -139,20 +128,11 @@ export async function continueReindex(env: Env, appId: string, step: number): Pr
   }
 }
 
-/** A reindex step's message: runs the step and sends the next; busy and transient failures as retry-policy.ts says. */
-export async function handleReindexMessage(env: Env, message: Message<ReindexMessage>): Promise<void> {
-  const { reindex: appId, step } = message.body;
-  try {
-    const after = await continueReindex(env, appId, step);
-    if (after.next !== 'ended') {
-      await sendReindexMessage(env.INSERT_QUEUE, { reindex: appId, step: after.step }, after.next === 'wait' ? { delaySeconds: after.delaySeconds ?? DEFER_SECONDS } : {});
-    }
-    message.ack();
-  } catch (error) {
-    // Past max_retries the dead-letter consumer drops it; the sweeper resumes the stalled reindex (sweeper.ts).
-    await tryAgainLater(env.INSERT_QUEUE, message, error, async () => {
-      console.error(JSON.stringify({ event: 'reindex_step_error', appId, step, attempt: message.attempts, error: String(error) }));
-      await noteReindexError(env.DB, appId, String(error)).catch(() => undefined);
-    });
-  }
-}
+/** The reindex as a job (ingest/job-step.ts). */
+export const REINDEX_JOB: JobKind<ReindexMessage> = {
+  name: 'reindex',
+  appOf: (body) => body.reindex,
+  message: (reindex, step) => ({ reindex, step }),
+  run: continueReindex,
+  noteError: noteReindexError,
+};

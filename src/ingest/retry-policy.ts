@@ -1,12 +1,12 @@
 /**
- * What the ingest queue does with a message of either kind (an insert item, a reindex step) whose work threw. Work
+ * What the ingest queue does with a message of either kind (an insert item, a job's step) whose work threw. Work
  * that must wait rather than fail goes back to the queue as a new message after its wait, so that waiting spends
  * none of this message's deliveries; any other failure is transient (inference down, storage hiccup) and the queue
  * delivers the message again after a backoff, until past the consumer's max_retries (wrangler.toml) it hands it to
  * the dead-letter queue (dead-letters.ts).
  */
 import { InferenceBusyError } from '../ports/inference/types';
-import { isReindexMessage, sendInsertMessages, sendReindexMessage, type IngestMessage } from './message';
+import { isJobMessage, sendInsertMessages, sendJobMessage, type IngestMessage } from './message';
 
 /** Not yet: the message's work is sent again after DEFER_SECONDS, without counting as a failure. */
 export class Deferred extends Error {}
@@ -42,7 +42,7 @@ export async function tryAgainLater<Body extends IngestMessage>(
   if (wait) {
     const body = { ...message.body, busy: wait.busy };
     const options = { delaySeconds: wait.delaySeconds };
-    await (isReindexMessage(body) ? sendReindexMessage(queue, body, options) : sendInsertMessages(queue, [body], options));
+    await (isJobMessage(body) ? sendJobMessage(queue, body, options) : sendInsertMessages(queue, [body], options));
     message.ack();
     return;
   }

@@ -8,8 +8,9 @@ import { findStalledItems, recordSweep } from '../storage/transactions';
 import { formatTimestamp } from '../time';
 import { failForGood } from './dead-letters';
 import { deleteSettledStaged } from './staged-uploads';
-import { MAX_MESSAGES_PER_SEND, sendInsertMessages, sendReindexMessage } from './message';
+import { MAX_MESSAGES_PER_SEND, sendInsertMessages, sendJobMessage } from './message';
 import { writeTargets, failReindex, resumeReindex, stalledReindexes } from '../storage/reindexes';
+import { failTuning, resumeTuning, stalledTunings } from '../storage/tunings';
 import { replaceVectorMetadata, vectorMetadata } from '../storage/vectors';
 
 /**
@@ -72,7 +73,15 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
     }
     const step = await resumeReindex(env.DB, reindex.appId, true);
     console.warn(JSON.stringify({ event: 'reindex_resumed', appId: reindex.appId, step }));
-    if (step !== null) await sendReindexMessage(env.INSERT_QUEUE, { reindex: reindex.appId, step });
+    if (step !== null) await sendJobMessage(env.INSERT_QUEUE, { reindex: reindex.appId, step });
+  }
+  // A tuning likewise; one that keeps stalling while it is made is failed (its vectors then retired).
+  for (const tuning of await stalledTunings(env.DB, before)) {
+    const giveUp = tuning.state !== 'retiring' && tuning.resumes >= MAX_SWEEPS;
+    const reason = `No progress over ${MAX_SWEEPS} resumes${tuning.error ? `; the last error: ${tuning.error}` : ''}.`;
+    const step = giveUp ? await failTuning(env.DB, tuning.appId, reason) : await resumeTuning(env.DB, tuning.appId);
+    console.warn(JSON.stringify({ event: giveUp ? 'tuning_failed' : 'tuning_resumed', appId: tuning.appId, step }));
+    if (step !== null) await sendJobMessage(env.INSERT_QUEUE, { tuning: tuning.appId, step });
   }
   for (const stale of await staleVectorsLeft(env.DB, STALE_PER_RUN)) {
     await rewriteStaleVectors(env, stale).catch((error: unknown) => {

@@ -201,6 +201,7 @@ const adminApp = {
   text_default_operator: z.enum(['AND', 'OR']),
   embed_model: z.string().meta({ description: "The embedding model the application's vectors belong to." }),
   product_types: productTypes,
+  tuning: z.int().nullable().meta({ description: 'The version of the tuning its searches use (`POST /admin/apps/{app_id}/tune`); null: untuned.' }),
 };
 const schemaFields = z.object({
   fields: z.array(z.object({ name: z.string(), type: z.enum(FIELD_TYPES), searchable: z.boolean() })),
@@ -230,6 +231,40 @@ export const reindexResponse = z.object({
     }),
     images_total: z.int(),
     images_done: z.int().meta({ description: 'Images whose vectors are in to_model.' }),
+    error: z.string().nullable(),
+    started_at: z.string(),
+    updated_at: z.string(),
+    finished_at: z.string().nullable(),
+  }),
+});
+const precisionBeforeAfter = z.object({
+  before: z.number().nullable().meta({ description: 'Untuned: the share of the first 5 results of each held-out query that carry its label.' }),
+  after: z.number().nullable().meta({ description: 'Tuned, the same queries.' }),
+});
+export const tuningResponse = z.object({
+  status: succeeded,
+  app_id: z.string(),
+  embed_model: z.string(),
+  tuned: z.boolean().meta({ description: 'Whether searches use a tuning now.' }),
+  tuning: z.object({
+    version: z.int(),
+    label_field: z.string(),
+    apply: z.enum(['better', 'always']),
+    state: z.enum(['running', 'done', 'failed']),
+    phase: z.enum(['fitting', 'projecting', 'evaluating', 'retiring']).nullable().meta({
+      description:
+        "While running: `fitting` (the labelled images' stored vectors are read), `projecting` (every image's vectors " +
+        'are mapped), `evaluating` (held-out images are searched), `retiring` (untuned, not applied or failed: its vectors are deleted).',
+    }),
+    applied: z.boolean().nullable().meta({ description: 'Whether the application moved to it; null until decided.' }),
+    classes: z.int().meta({ description: 'Labels fitted: the most frequent values with 3 labelled images or more (at most 256).' }),
+    labelled: z.int().meta({ description: 'Images with a value of the field when it began.' }),
+    fitted: z.int().meta({ description: 'Labelled images whose vectors were fitted (the held-out ones never are).' }),
+    held_out: z.object({
+      share: z.number().meta({ description: 'The share of labelled images held out, chosen by their name (docs/decisions.md).' }),
+      queries: z.int().meta({ description: 'Held-out images searched (at most 200).' }),
+      precision_at_5: precisionBeforeAfter,
+    }),
     error: z.string().nullable(),
     started_at: z.string(),
     updated_at: z.string(),

@@ -1,19 +1,22 @@
 import type { Context, Handler } from 'hono';
 import type { z } from 'zod';
-import { APP_PATH, createAppBody, productTypesBody, reindexBody, schemaBody, settingsBody } from '../admin/bodies';
+import { APP_PATH, createAppBody, productTypesBody, reindexBody, schemaBody, settingsBody, tuneBody } from '../admin/bodies';
+import { describeTuning, tuningClasses } from '../admin/tuning';
 import { productTypesProblem } from '../admin/product-types';
 import { newAppKeys } from '../auth/keys';
 import type { AppEnv, Env } from '../env';
 import { invalidParameter, ApiError } from '../http/envelope';
 import { httpErrors, route, type RouteDeclaration } from '../http/route';
 import * as responses from '../openapi/responses';
-import { sendReindexMessage } from '../ingest/message';
+import { sendJobMessage } from '../ingest/message';
 import { createApp, getApp, getSchema, replaceSchema, setProductTypes, updateSettings, type AppRecord } from '../storage/apps';
-import { defaultEmbedModel, embedModels, isEmbedModel } from '../storage/embed-models';
+import { defaultEmbedModel, embedModelIndexesOf, embedModels, isEmbedModel } from '../storage/embed-models';
 import { embedModelProblem } from '../ingest/reindex';
 import { inference } from '../ports/inference';
 import { InferenceUnavailableError } from '../ports/inference/types';
 import { getReindex, imagesInModel, resumeReindex, startReindex } from '../storage/reindexes';
+import { getTuning, startTuning, TUNING_UNDER_WAY, untune } from '../storage/tunings';
+import { appCacheTtlMs } from '../storage/app-cache';
 
 const describe = (app: AppRecord) => ({
   app_id: app.id,
@@ -27,6 +30,7 @@ const describe = (app: AppRecord) => ({
   text_default_operator: app.textDefaultOperator,
   embed_model: app.embedModel,
   product_types: app.productTypes,
+  tuning: app.tuning,
 });
 
 async function readJson<T>(c: Context<AppEnv>, schema: z.ZodType<T>): Promise<T> {
@@ -163,16 +167,59 @@ const startReindexHandler: Handler<AppEnv, AppPath> = async (c) => {
   const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
   const { embed_model: toModel } = await readJson(c, reindexBody);
   requireEmbedModel(c.env, toModel);
+  const tuning = await getTuning(c.env.DB, app.id);
+  if (app.tuning !== null || (tuning && TUNING_UNDER_WAY.includes(tuning.state))) {
+    throw new ApiError(409, 'The application is tuned, or a tuning of it is under way: untune it first (DELETE /admin/apps/{app_id}/tune).');
+  }
   const problem = await whenAvailable(embedModelProblem(c.env, toModel));
   if (problem) throw invalidParameter(`embed_model: ${problem}`);
   const started = await startReindex(c.env.DB, app.id, toModel);
   // Not begun: one into this model under way goes on with a new chain of steps (the old one stops); else refused.
   const step = started?.step ?? (await resumeReindexInto(c.env.DB, app, toModel));
-  await sendReindexMessage(c.env.INSERT_QUEUE, { reindex: app.id, step });
+  await sendJobMessage(c.env.INSERT_QUEUE, { reindex: app.id, step });
   return c.json(await describeReindex(c.env, app), 202);
 };
 
 const getReindexHandler: Handler<AppEnv, AppPath> = async (c) => c.json(await describeReindex(c.env, await appOrNotFound(c.env.DB, c.req.param('app_id'))));
+
+/** An application's latest tuning as the admin API answers it; 404 when it was never tuned. */
+async function tuningAnswer(env: Env, app: AppRecord) {
+  const tuning = await getTuning(env.DB, app.id);
+  if (!tuning) throw new ApiError(404, 'The application has never been tuned.');
+  const now = await appOrNotFound(env.DB, app.id);
+  return { status: 'OK' as const, app_id: app.id, embed_model: now.embedModel, tuned: now.tuning !== null, tuning: describeTuning(tuning) };
+}
+
+/**
+ * Tunes the application's search on a label field (ingest/tuning.ts): refused while a reindex or another tuning is
+ * under way (409), for a field not in the schema or too few labels (400), or a model without tuned indexes (400).
+ */
+const startTuningHandler: Handler<AppEnv, AppPath> = async (c) => {
+  const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
+  const { label_field: labelField, apply = 'better' } = await readJson(c, tuneBody);
+  if (!embedModelIndexesOf(c.env, app.embedModel).tuned) throw invalidParameter(`The application's model ${app.embedModel} has no tuned indexes in EMBED_MODELS.`);
+  const reindex = await getReindex(c.env.DB, app.id);
+  if (reindex?.state === 'embedding' || reindex?.state === 'retiring') throw new ApiError(409, `A reindex into ${reindex.toModel} is under way (${reindex.state}); tune once it is done.`);
+  const running = await getTuning(c.env.DB, app.id);
+  if (running && TUNING_UNDER_WAY.includes(running.state)) throw new ApiError(409, `A tuning on ${running.labelField} is under way (${running.state}); ask again once it is done.`);
+  const fit = await tuningClasses(c.env.DB, app.id, await getSchema(c.env.DB, app.id), labelField);
+  if ('problem' in fit) throw invalidParameter(fit.problem);
+  const started = await startTuning(c.env.DB, app.id, { labelField, apply, ...fit }, appCacheTtlMs(c.env));
+  if (!started) throw new ApiError(409, 'A reindex or another tuning of the application began meanwhile; ask again once it is done.');
+  await sendJobMessage(c.env.INSERT_QUEUE, { tuning: app.id, step: started.step });
+  return c.json(await tuningAnswer(c.env, app), 202);
+};
+
+const getTuningHandler: Handler<AppEnv, AppPath> = async (c) => c.json(await tuningAnswer(c.env, await appOrNotFound(c.env.DB, c.req.param('app_id'))));
+
+/** Back to the untuned vectors at once (a tuning under way stops); the tuning's vectors are deleted after. */
+const untuneHandler: Handler<AppEnv, AppPath> = async (c) => {
+  const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
+  const step = await untune(c.env.DB, app.id, appCacheTtlMs(c.env));
+  if (step === null) throw new ApiError(409, 'The application is not tuned, and no tuning of it is under way.');
+  await sendJobMessage(c.env.INSERT_QUEUE, { tuning: app.id, step });
+  return c.json(await tuningAnswer(c.env, app));
+};
 
 const JSON_BODY = ['application/json'];
 /** The original service's "dashboard", as an HTTP API (docs/decisions.md): its failures answer with their HTTP status. */
@@ -268,6 +315,54 @@ export const adminRoutes = [
       failure: httpErrors(404),
     },
     getReindexHandler,
+  ),
+  route(
+    {
+      ...adminAccess,
+      method: 'post',
+      path: '/admin/apps/{app_id}/tune',
+      operationId: 'startTuning',
+      summary: "Tune an application's search on a label field of its catalog",
+      description:
+        'Fits a projection of the application\'s embedding on its stored vectors and `label_field`\'s values (no new ' +
+        'inference), projects every image and object into it, and searches the held-out fifth of the labelled images ' +
+        'before and after (`held_out`); then moves the application to it at once, unless held-out precision@5 would ' +
+        'fall (`apply: "always"` moves it regardless). Every query vector is then projected the same way. Refused ' +
+        'for a field not in the schema or fewer than 2 values with 3 labelled images each (400), and while a ' +
+        'reindex or another tuning is under way (409).',
+      pathParams: APP_PATH,
+      body: { media: JSON_BODY, schema: tuneBody },
+      success: { status: 202, schema: responses.tuningResponse, description: 'The tuning and its progress.' },
+      failure: httpErrors(404, 409),
+    },
+    startTuningHandler,
+  ),
+  route(
+    {
+      ...adminAccess,
+      method: 'get',
+      path: '/admin/apps/{app_id}/tune',
+      operationId: 'getTuning',
+      summary: "An application's latest tuning and its report",
+      pathParams: APP_PATH,
+      success: { status: 200, schema: responses.tuningResponse, description: 'The tuning and its report.' },
+      failure: httpErrors(404),
+    },
+    getTuningHandler,
+  ),
+  route(
+    {
+      ...adminAccess,
+      method: 'delete',
+      path: '/admin/apps/{app_id}/tune',
+      operationId: 'untune',
+      summary: 'Move an application back to its untuned search',
+      description: 'At once for every search; a tuning under way stops. The tuned vectors are deleted after.',
+      pathParams: APP_PATH,
+      success: { status: 200, schema: responses.tuningResponse, description: 'The tuning, now retiring.' },
+      failure: httpErrors(404, 409),
+    },
+    untuneHandler,
   ),
   route(
     {

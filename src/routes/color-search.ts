@@ -9,6 +9,7 @@ import { readSearchOptions } from '../search/options';
 import { emptySearchPage, PAGING } from '../search/paging';
 import { searchQuota } from '../search/quota';
 import { runSearch } from '../search/pipeline';
+import { searchedApp } from '../search/plan';
 
 /** Search by color (docs/api.md, GET /colorsearch): images whose palette (or a detected object's) is nearest the asked colours. */
 export const colorSearchRoutes = [
@@ -34,7 +35,7 @@ export const colorSearchRoutes = [
       const options = readSearchOptions(params, c.var.schema, app, { limitName: 'limit', allowGroupBy: true });
       await requireCollection(c.env.DB, app.id);
 
-      const page = await runSearch(c.env, { appId: app.id, embedModel: app.embedModel, space: 'color', vector: paletteVector(colors) }, options);
+      const page = await runSearch(c.env, { ...searchedApp(app), space: 'color', vector: paletteVector(colors) }, options);
       return ok(c, {
         page: options.paging.page,
         limit: options.paging.limit,

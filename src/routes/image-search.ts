@@ -23,6 +23,7 @@ import {
 import { searchQuota } from '../search/quota';
 import { readRegion, REGION } from '../search/region';
 import { runSearch } from '../search/pipeline';
+import { searchedApp } from '../search/plan';
 import { embedQueryText, readQueryText, steer, STEERING_TEXT } from '../search/text-query';
 
 /**
@@ -62,7 +63,7 @@ async function prepare(
   // Kept while the index is searched (each route awaits both): the answer still names an im_id that is there.
   const kept = wrapTime(c, 'keep', keepQueryImage(c.env, app.id, query, analysis));
   const search = (vector: number[], objectType: string | undefined) =>
-    runSearch(c.env, { appId: app.id, embedModel: app.embedModel, space: 'visual', vector: textVector ? steer(vector, textVector) : vector, objectType }, options);
+    runSearch(c.env, { ...searchedApp(app), space: 'visual', vector: textVector ? steer(vector, textVector) : vector, objectType }, options);
   const objects = { analysis, region, mode, sensitivity, box, content };
   return { options, paging: options.paging, query, analysis, objects, mode, search, kept, text };
 }

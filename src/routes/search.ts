@@ -10,6 +10,7 @@ import { readSearchOptions } from '../search/options';
 import { emptySearchPage, PAGING } from '../search/paging';
 import { searchQuota } from '../search/quota';
 import { runSearch } from '../search/pipeline';
+import { searchedApp } from '../search/plan';
 import { SIMILAR_QUERY } from '../search/similar-query';
 import { fetchableFields, toValueMap } from '../search/value-map';
 import { findImageByName } from '../storage/images';
@@ -32,7 +33,7 @@ const similar: Handler<AppEnv> = async (c) => {
   const [stored] = await imageVectors(c.env, app.embedModel).getByIds([String(image.id)]);
   if (!stored) throw stillProcessing;
 
-  const page = await runSearch(c.env, { appId: app.id, embedModel: app.embedModel, space: 'visual', vector: stored.values, excludeIds: [image.id] }, options);
+  const page = await runSearch(c.env, { ...searchedApp(app), space: 'visual', vector: stored.values, excludeIds: [image.id] }, options);
   return ok(c, {
     page: options.paging.page,
     limit: options.paging.limit,

@@ -11,6 +11,7 @@ import { readSearchOptions } from '../search/options';
 import { emptySearchPage, PAGING } from '../search/paging';
 import { searchQuota } from '../search/quota';
 import { runSearch } from '../search/pipeline';
+import { searchedApp } from '../search/plan';
 import { embedQueryText, MODEL_READS_NO_TEXT, readQueryText, TEXT_QUERY } from '../search/text-query';
 
 /**
@@ -24,7 +25,7 @@ const textSearch: Handler<AppEnv> = async (c) => {
   await requireCollection(c.env.DB, app.id);
 
   const vector = await wrapTime(c, 'inference', embedQueryText(c.env, text, app.embedModel));
-  const page = await wrapTime(c, 'index', runSearch(c.env, { appId: app.id, embedModel: app.embedModel, space: 'visual', vector, anyObject: true }, options));
+  const page = await wrapTime(c, 'index', runSearch(c.env, { ...searchedApp(app), space: 'visual', vector, anyObject: true }, options));
   return ok(c, {
     page: options.paging.page,
     limit: options.paging.limit,

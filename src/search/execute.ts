@@ -3,8 +3,10 @@ import { matches } from '../filter';
 import type { VectorIndex } from '../ports/vector-index/types';
 import { getImagesByIds, type ImageSummary } from '../storage/images';
 import type { ImageMetadata } from '../storage/metadata';
+import { readProjection } from '../storage/projections';
 import { metadataIndexes } from '../storage/vector-metadata';
 import { colorVectors, imageIdOfVector, imageVectors, objectVectors } from '../storage/vectors';
+import { projectVector } from '../tuning/projection';
 import type { IndexFacts, IndexQuery, SearchPlan } from './plan';
 
 /**
@@ -22,15 +24,24 @@ export const indexFacts = (env: Env, embedModel: string): IndexFacts => ({
   metadataIndexes: metadataIndexes(env),
 });
 
-const indexOf = (env: Env, plan: SearchPlan, index: IndexQuery['index']): VectorIndex =>
-  index === 'colors' ? colorVectors(env) : index === 'images' ? imageVectors(env, plan.embedModel) : objectVectors(env, plan.embedModel);
+const indexOf = (env: Env, plan: SearchPlan, index: IndexQuery['index']): VectorIndex => {
+  const tuned = plan.tuning !== null;
+  return index === 'colors' ? colorVectors(env) : index === 'images' ? imageVectors(env, plan.embedModel, tuned) : objectVectors(env, plan.embedModel, tuned);
+};
+
+/** The plan's query vector in the space of the indexes it searches: projected by the application's tuning, if any. */
+async function queryVector(env: Env, plan: SearchPlan): Promise<number[]> {
+  if (plan.tuning === null) return plan.vector;
+  return projectVector(await readProjection(env.BLOBS, plan.appId, plan.tuning), plan.vector);
+}
 
 /** The nearest vectors of every index query in the application's namespace, less the excluded images. */
 async function nearest(env: Env, plan: SearchPlan): Promise<Match[]> {
   const excluded = new Set(plan.excludeIds);
+  const vector = await queryVector(env, plan);
   const found = await Promise.all(
     plan.queries.map(async ({ index, filter }) => {
-      const vectors = await indexOf(env, plan, index).query(plan.vector, { topK: plan.depth, namespace: plan.appId, ...(filter ? { filter } : {}) });
+      const vectors = await indexOf(env, plan, index).query(vector, { topK: plan.depth, namespace: plan.appId, ...(filter ? { filter } : {}) });
       return vectors.map((match) => ({ imageId: imageIdOfVector(match.id), score: match.score, fromObject: index === 'objects' }));
     }),
   );

@@ -8,10 +8,7 @@ import { MAX_RESULTS } from './paging';
  * A search as every search endpoint asks it (search, uploadsearch and discoversearch, colorsearch, textsearch): what
  * is searched, with what, and which images never come back.
  */
-export type SearchRequest = {
-  appId: string;
-  /** The application's embedding model: whose indexes a visual query searches. */
-  embedModel: string;
+export type SearchRequest = SearchedApp & {
   /**
    * `visual`: an embedding, against whole images (and objects, with `objectType`); `color`: a palette vector,
    * against the palettes of whole images and of their detected objects.
@@ -31,6 +28,20 @@ export type SearchRequest = {
   /** Image ids never returned, e.g. the query image itself. */
   excludeIds?: number[];
 };
+
+/** The application searched, as far as its vectors go. */
+export type SearchedApp = {
+  appId: string;
+  /** The application's embedding model: whose indexes a visual query searches. */
+  embedModel: string;
+  /**
+   * Its tuning (docs/decisions.md, "Tuning on a label field"): a visual query vector, as the model made it, is
+   * projected by it and searches the model's tuned indexes; null: untuned.
+   */
+  tuning: number | null;
+};
+
+export const searchedApp = (app: { id: string; embedModel: string; tuning: number | null }): SearchedApp => ({ appId: app.id, embedModel: app.embedModel, tuning: app.tuning });
 
 /** What planning needs to know of the deployment, read by the executor (search/execute.ts). */
 export type IndexFacts = {
@@ -52,6 +63,8 @@ export type PageSlice =
 export type SearchPlan = {
   appId: string;
   embedModel: string;
+  /** The visual indexes searched are the model's tuned ones, and `vector` is projected by this tuning before. */
+  tuning: number | null;
   vector: number[];
   /** topK of every index query: one depth for every page, so that `total` and ranks agree across pages. */
   depth: number;
@@ -135,6 +148,7 @@ export function planSearch(request: SearchRequest, options: SearchOptions, facts
   return {
     appId: request.appId,
     embedModel: request.embedModel,
+    tuning: request.space === 'visual' ? request.tuning : null,
     vector: request.vector,
     depth: Math.min(MAX_RESULTS + excludeIds.length, facts.maxTopK),
     queries: indexQueries(request, indexFilter(options.filter, facts.metadataIndexes, options.carriedFields, request.objectType)),

@@ -31,6 +31,11 @@ export type AppRecord = {
   embedModel: string;
   /** Its own detectable types (docs/decisions.md, "Product types and attributes"); null: the service's defaults. */
   productTypes: VocabularyType[] | null;
+  /**
+   * The version of the tuning its searches use (docs/decisions.md, "Tuning on a label field"): query vectors are
+   * projected by it and search its model's tuned indexes; null: untuned.
+   */
+  tuning: number | null;
 };
 /** What is stored of a new application's keys: the secret key and the app key only as digests (auth/keys.ts). */
 export type NewApp = { id: string; name: string; accessKey: string; secretKeyHash: string; appKeyHash: string };
@@ -48,6 +53,7 @@ type AppRow = {
   text_default_operator: TextOperator;
   embed_model: string;
   product_types: string | null;
+  tuning: number | null;
 };
 
 const toRecord = (row: AppRow): AppRecord => ({
@@ -64,6 +70,7 @@ const toRecord = (row: AppRow): AppRecord => ({
   textDefaultOperator: row.text_default_operator,
   embedModel: row.embed_model,
   productTypes: productTypesOf(row.product_types),
+  tuning: row.tuning,
 });
 
 /** The `product_types` column as stored (JSON, written by setProductTypes); null: the service's defaults. */

@@ -9,6 +9,11 @@ const embedModelIndexes = z.object({
   dimensions: z.number().int().min(1).max(1536),
   images: z.string().min(1),
   objects: z.string().min(1),
+  /**
+   * The indexes of the model's tuned applications' vectors (docs/decisions.md, "Tuning on a label field"): of the
+   * same dimensions; without them, the model's applications cannot be tuned.
+   */
+  tuned: z.object({ images: z.string().min(1), objects: z.string().min(1) }).strict().optional(),
 });
 export type EmbedModelIndexes = z.infer<typeof embedModelIndexes>;
 
@@ -40,6 +45,14 @@ export function embedModelIndexesOf(env: EmbedModelSettings, model: string): Emb
   const indexes = embedModels(env).get(model);
   if (!indexes) throw new Error(`The embedding model ${model} is not in EMBED_MODELS`);
   return indexes;
+}
+
+/** The indexes a model's applications' vectors are in: its own, or (`tuned`) those of its tuned applications. */
+export function vectorIndexNames(env: EmbedModelSettings, model: string, tuned: boolean): { images: string; objects: string } {
+  const indexes = embedModelIndexesOf(env, model);
+  if (!tuned) return indexes;
+  if (!indexes.tuned) throw new Error(`The embedding model ${model} has no tuned indexes in EMBED_MODELS`);
+  return indexes.tuned;
 }
 
 /** EMBED_MODEL: the model new applications are put on. */

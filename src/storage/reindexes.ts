@@ -1,6 +1,7 @@
 import type { DetectVocabulary } from '@edge-image-search/contract/wire';
 import { formatTimestamp } from '../time';
 import { forgetApp, productTypesOf, vocabularyOf } from './apps';
+import { LAST_PENDING_SEQ, pendingInsertsUpTo } from './pending-items';
 
 /**
  * An application's re-embedding into another embedding model (migrations/0012, ingest/reindex.ts): `embedding` while
@@ -61,14 +62,6 @@ const toReindex = (row: ReindexRow): Reindex => ({
   finishedAt: row.finished_at,
 });
 
-/** The last item number of application ?1 still pending, as SQL: the items a phase of its reindex waits for. */
-const LAST_PENDING_SEQ = `(SELECT COALESCE(MAX(i.seq), 0) FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
-  WHERE t.app_id = ?1 AND i.state = 'pending')`;
-
-/** Pending image items of application ?1 numbered up to `seq` (SQL): inserts that may have read its models before a phase began. */
-const pendingInsertsUpTo = (seq: string): string =>
-  `SELECT 1 FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
-   WHERE t.app_id = ?1 AND i.state = 'pending' AND i.kind = 'image' AND i.seq <= ${seq}`;
 
 export async function getReindex(db: D1Database, appId: string): Promise<Reindex | null> {
   const row = await db.prepare('SELECT * FROM reindexes WHERE app_id = ?').bind(appId).first<ReindexRow>();
@@ -86,7 +79,8 @@ export async function startReindex(db: D1Database, appId: string, toModel: strin
     .prepare(
       `INSERT INTO reindexes (app_id, from_model, to_model, from_seq, state, started_at, updated_at)
        SELECT a.id, a.embed_model, ?2, ${LAST_PENDING_SEQ}, 'embedding', ?3, ?3
-       FROM apps a WHERE a.id = ?1 AND a.embed_model != ?2
+       FROM apps a WHERE a.id = ?1 AND a.embed_model != ?2 AND a.tuning IS NULL
+         AND NOT EXISTS (SELECT 1 FROM tunings WHERE app_id = ?1 AND state IN ('fitting', 'projecting', 'evaluating', 'retiring'))
        ON CONFLICT (app_id) DO UPDATE SET
          from_model = excluded.from_model, to_model = excluded.to_model, from_seq = excluded.from_seq, state = 'embedding',
          retire_cursor = 0, step = reindexes.step + 1, resumes = 0, error = NULL, started_at = excluded.started_at,
@@ -114,20 +108,29 @@ export async function resumeReindex(db: D1Database, appId: string, sweep = false
   return row?.step ?? null;
 }
 
-/**
- * What a new version of the application's images is made for: the models it must be written in (its own, and the one
- * it is moving to), and the vocabulary its objects are detected with (the application's own types; absent: the defaults).
- */
-export async function writeTargets(db: D1Database, appId: string): Promise<{ models: string[]; vocabulary: DetectVocabulary | undefined }> {
+/** What a new version of an application's images is made for (writeTargets). */
+export type WriteTargets = {
+  /** The models it must be written in: the application's own, and the one a reindex moves it to. */
+  models: string[];
+  /** The vocabulary its objects are detected with (the application's own types; absent: the defaults). */
+  vocabulary: DetectVocabulary | undefined;
+  /** The tuning whose projected vectors it must have too: the one applied, or the one being made (ingest/tuning.ts). */
+  tuning: number | null;
+};
+
+export async function writeTargets(db: D1Database, appId: string): Promise<WriteTargets> {
   const row = await db
     .prepare(
-      `SELECT a.embed_model, a.product_types, r.to_model FROM apps a LEFT JOIN reindexes r ON r.app_id = a.id AND r.state = 'embedding' WHERE a.id = ?`,
+      `SELECT a.embed_model, a.product_types, r.to_model,
+         COALESCE(a.tuning, CASE WHEN t.state IN ('projecting', 'evaluating') THEN t.version END) AS tuning
+       FROM apps a LEFT JOIN reindexes r ON r.app_id = a.id AND r.state = 'embedding' LEFT JOIN tunings t ON t.app_id = a.id
+       WHERE a.id = ?`,
     )
     .bind(appId)
-    .first<{ embed_model: string; product_types: string | null; to_model: string | null }>();
+    .first<{ embed_model: string; product_types: string | null; to_model: string | null; tuning: number | null }>();
   if (!row) throw new Error(`No application ${appId}`);
   const models = row.to_model === null || row.to_model === row.embed_model ? [row.embed_model] : [row.embed_model, row.to_model];
-  return { models, vocabulary: vocabularyOf({ productTypes: productTypesOf(row.product_types) }) };
+  return { models, vocabulary: vocabularyOf({ productTypes: productTypesOf(row.product_types) }), tuning: row.tuning };
 }
 
 /** An image whose vectors are not yet in the reindex's model. */

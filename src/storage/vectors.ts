@@ -2,10 +2,10 @@ import { paletteVector } from '../colors/palette-vector';
 import type { Env } from '../env';
 import type { DetectedObject, PaletteColor } from '../ports/inference/types';
 import { vectorIndex } from '../ports/vector-index';
-import { embedModelIndexesOf, embedModels } from './embed-models';
+import { embedModels, vectorIndexNames } from './embed-models';
 import { metadataBytes } from '../ports/vector-index/limits';
 import { VECTORIZE_LIMITS } from '../vectorize-limits';
-import type { VectorIndex, VectorMetadata } from '../ports/vector-index/types';
+import type { VectorIndex, VectorMetadata, VectorRecord } from '../ports/vector-index/types';
 import type { SchemaField } from './apps';
 import { fieldValue, type ImageMetadata } from './metadata';
 import { isCarriedByVectors, OBJECT_TYPE_KEY, vectorMetadataKey } from './vector-metadata';
@@ -19,8 +19,9 @@ import { isCarriedByVectors, OBJECT_TYPE_KEY, vectorMetadataKey } from './vector
  */
 const COLOR_INDEX = 'colors';
 
-export const imageVectors = (env: Env, model: string): VectorIndex => vectorIndex(env, embedModelIndexesOf(env, model).images);
-export const objectVectors = (env: Env, model: string): VectorIndex => vectorIndex(env, embedModelIndexesOf(env, model).objects);
+/** A model's whole-image index: its own, or (`tuned`) that of its tuned applications' projected vectors. */
+export const imageVectors = (env: Env, model: string, tuned = false): VectorIndex => vectorIndex(env, vectorIndexNames(env, model, tuned).images);
+export const objectVectors = (env: Env, model: string, tuned = false): VectorIndex => vectorIndex(env, vectorIndexNames(env, model, tuned).objects);
 export const colorVectors = (env: Env): VectorIndex => vectorIndex(env, COLOR_INDEX);
 
 const objectVectorIds = (imageId: number, from: number, to: number): string[] =>
@@ -31,17 +32,21 @@ export const imageIdOfVector = (vectorId: string): number => Number.parseInt(vec
 
 /** An image version as its vectors carry it. */
 export type VectorImage = { id: number; appId: string; metadata: VectorMetadata };
-/** What one embedding model made of an image: its whole-image vector and its detected objects, each embedded. */
-export type ModelEmbedding = { model: string; vector: number[]; objects: DetectedObject[] };
+/**
+ * What one embedding model made of an image: its whole-image vector and its detected objects, each embedded; `tuned`:
+ * those vectors projected by the application's tuning, for the model's tuned indexes.
+ */
+export type ModelEmbedding = { model: string; vector: number[]; objects: DetectedObject[]; tuned?: boolean };
 
 /** Writes an image's whole-image and object vectors into the indexes of the model that made them. */
 export async function writeEmbedding(env: Env, image: VectorImage, embedding: ModelEmbedding): Promise<void> {
   const namespace = image.appId;
   const { metadata } = image;
   const objectIds = objectVectorIds(image.id, 0, embedding.objects.length);
-  await imageVectors(env, embedding.model).upsert([{ id: String(image.id), namespace, values: embedding.vector, metadata }]);
+  const tuned = embedding.tuned ?? false;
+  await imageVectors(env, embedding.model, tuned).upsert([{ id: String(image.id), namespace, values: embedding.vector, metadata }]);
   if (embedding.objects.length > 0) {
-    await objectVectors(env, embedding.model).upsert(
+    await objectVectors(env, embedding.model, tuned).upsert(
       embedding.objects.map((object, k) => ({ id: objectIds[k]!, namespace, values: object.embedding, metadata: { ...metadata, [OBJECT_TYPE_KEY]: object.type } })),
     );
   }
@@ -74,9 +79,16 @@ export async function writeImageVectors(
 /** An index, and which of an image's vectors it holds: the whole image's, its objects', or both (the colour index). */
 type HeldVectors = { index: VectorIndex; holds: 'image' | 'objects' | 'both' };
 
+/** A model's image and object indexes, and its tuned ones where it has them. */
 const embeddingIndexes = (env: Env, model: string): HeldVectors[] => [
   { index: imageVectors(env, model), holds: 'image' },
   { index: objectVectors(env, model), holds: 'objects' },
+  ...(embedModels(env).get(model)?.tuned ? tunedIndexes(env, model) : []),
+];
+
+const tunedIndexes = (env: Env, model: string): HeldVectors[] => [
+  { index: imageVectors(env, model, true), holds: 'image' },
+  { index: objectVectors(env, model, true), holds: 'objects' },
 ];
 
 /** The indexes of `models` and the colour index. */
@@ -127,6 +139,30 @@ export async function deleteEmbeddings(env: Env, model: string, images: { id: nu
 export async function deleteEmbeddingsExcept(env: Env, kept: string, images: { id: number; object_count: number }[]): Promise<void> {
   const others = [...embedModels(env).keys()].filter((model) => model !== kept);
   await deleteFrom(others.flatMap((model) => embeddingIndexes(env, model)), images);
+}
+
+/**
+ * Copies an image's stored whole-image and object vectors of a model into its tuned indexes, each mapped by `map` (a
+ * tuning's projection), under the same ids, with `metadata` (an object's type kept): a tuning's projecting pass.
+ */
+export async function copyIntoTuned(
+  env: Env,
+  model: string,
+  copies: { image: VectorImage; whole: VectorRecord; objects: VectorRecord[] }[],
+  map: (values: number[]) => number[],
+): Promise<void> {
+  const objectCopies = copies.flatMap(({ image, objects }) =>
+    objects.map((record) => ({ id: record.id, namespace: image.appId, values: map(record.values), metadata: { ...image.metadata, [OBJECT_TYPE_KEY]: record.metadata?.[OBJECT_TYPE_KEY] ?? '' } })),
+  );
+  await Promise.all([
+    copies.length > 0 && imageVectors(env, model, true).upsert(copies.map(({ image, whole }) => ({ id: String(image.id), namespace: image.appId, values: map(whole.values), metadata: image.metadata }))),
+    objectCopies.length > 0 && objectVectors(env, model, true).upsert(objectCopies),
+  ]);
+}
+
+/** Deletes the tuned vectors of images from their model's tuned indexes: a tuning's retire pass. */
+export async function deleteTunedEmbeddings(env: Env, model: string, images: { id: number; object_count: number }[]): Promise<void> {
+  await deleteFrom(tunedIndexes(env, model), images);
 }
 
 /** Deletes every vector of images, from every index. */

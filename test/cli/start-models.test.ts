@@ -65,7 +65,7 @@ test("the Worker's EMBED_MODELS and EMBED_MODEL follow from what the service loa
   // The new model's indexes are named from its id; wrangler.toml's entries are kept, the one not loaded included.
   assert.deepEqual(Object.entries(stack.embedModels), [
     [clipId(), { dimensions: 3, ...indexNamesOf(clipId()) }],
-    [MOBILENET_V2, { dimensions: 448, images: 'images', objects: 'objects' }],
+    [MOBILENET_V2, configured.get(MOBILENET_V2)],
     [fused, configured.get(fused)],
   ]);
 });
@@ -98,10 +98,13 @@ test('index names from a model id: short, valid for Vectorize, stable, and apart
   assert.equal(names.objects, names.images.replace(/^images/, 'objects'));
   const quantized = indexNamesOf(hub.replace('vision_model/', 'vision_model_quantized/'));
   assert.notEqual(quantized.images, names.images);
+  assert.deepEqual(names.tuned, { images: `${names.images}-tuned`, objects: `${names.objects}-tuned` });
   for (const id of [hub, MOBILENET_V2, clipId(), 'X', '--', `${'Ünïcode '.repeat(30)}@x`]) {
-    for (const name of Object.values(indexNamesOf(id))) {
+    const { images, objects, tuned } = indexNamesOf(id);
+    for (const name of [images, objects, tuned.images, tuned.objects]) {
       assert.match(name, /^[a-z][a-z0-9-]*[a-z0-9]$/, name);
-      assert.ok(name.length <= 32, name);
+      // 38 with the environment's prefix (`image-search-`, 13) is well within Vectorize's 64 bytes.
+      assert.ok(name.length <= 38, name);
     }
   }
 });
@@ -114,20 +117,29 @@ test('a model wrangler.toml lists is refused when the service makes vectors of o
 test("setup:vectorize --from-inference creates the new model's indexes and prints the settings that bind them", () => {
   const run = spawnSync(NODE, [path.join(ROOT, 'scripts/setup-vectorize.ts'), '--env', 'production', '--from-inference', stack.inferenceUrl, '--dry-run'], { cwd: ROOT, encoding: 'utf8' });
   assert.equal(run.status, 0, run.stderr);
-  const { images, objects } = indexNamesOf(clipId());
+  const { images, objects, tuned } = indexNamesOf(clipId());
   const commands = run.stdout.split('\n').filter((line) => line.startsWith('wrangler '));
-  // wrangler.toml's production environment filters on no field: the object index gets the product type alone.
+  // wrangler.toml's production environment filters on no field: the object indexes get the product type alone.
   assert.deepEqual(commands, [
     `wrangler vectorize create image-search-${images} --dimensions 3 --metric cosine`,
     `wrangler vectorize create image-search-${objects} --dimensions 3 --metric cosine`,
     `wrangler vectorize create-metadata-index image-search-${objects} --property-name type --type string`,
+    `wrangler vectorize create image-search-${tuned.images} --dimensions 3 --metric cosine`,
+    `wrangler vectorize create image-search-${tuned.objects} --dimensions 3 --metric cosine`,
+    `wrangler vectorize create-metadata-index image-search-${tuned.objects} --property-name type --type string`,
   ]);
   const binding = (name: string) => `VECTORIZE_${name.toUpperCase().replaceAll('-', '_')}`;
   const embedModels = JSON.parse(/EMBED_MODELS = '''(.*?)'''/s.exec(run.stdout)![1]!) as Record<string, unknown>;
   assert.deepEqual(Object.keys(embedModels).slice(0, 2), [clipId(), MOBILENET_V2]);
-  assert.deepEqual(embedModels[clipId()], { dimensions: 3, images: binding(images), objects: binding(objects) });
-  assert.deepEqual(embedModels[MOBILENET_V2], { dimensions: 448, images: 'VECTORIZE_IMAGES', objects: 'VECTORIZE_OBJECTS' });
+  assert.deepEqual(embedModels[clipId()], { dimensions: 3, images: binding(images), objects: binding(objects), tuned: { images: binding(tuned.images), objects: binding(tuned.objects) } });
+  assert.deepEqual(embedModels[MOBILENET_V2], {
+    dimensions: 448,
+    images: 'VECTORIZE_IMAGES',
+    objects: 'VECTORIZE_OBJECTS',
+    tuned: { images: 'VECTORIZE_IMAGES_TUNED', objects: 'VECTORIZE_OBJECTS_TUNED' },
+  });
   assert.match(run.stdout, new RegExp(`^EMBED_MODEL = "${clipId()}"$`, 'm'));
   assert.ok(run.stdout.includes(`[[env.production.vectorize]]\nbinding = "${binding(images)}"\nindex_name = "image-search-${images}"`));
   assert.ok(run.stdout.includes(`[[env.production.vectorize]]\nbinding = "${binding(objects)}"\nindex_name = "image-search-${objects}"`));
+  assert.ok(run.stdout.includes(`[[env.production.vectorize]]\nbinding = "${binding(tuned.images)}"\nindex_name = "image-search-${tuned.images}"`));
 });

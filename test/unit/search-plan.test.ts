@@ -21,9 +21,16 @@ const optionsOf = (query: string, endpoint: { limitName: 'limit' | 'result_limit
 
 /** 16 shards of Vectorize's topK 100, and metadata indexes on brand and price. */
 const FACTS: IndexFacts = { maxTopK: 1600, metadataIndexes: parseMetadataIndexes('brand:string, price:number') };
-const VISUAL: SearchRequest = { appId: 'app1', embedModel: 'model-a', space: 'visual', vector: [1, 0] };
+const VISUAL: SearchRequest = { appId: 'app1', embedModel: 'model-a', tuning: null, space: 'visual', vector: [1, 0] };
 
 describe('search plan: what the vector indexes apply and what is checked after the join', () => {
+  it("a tuned application's visual search is planned in its tuning's space; a colour search never is", () => {
+    const options = optionsOf('');
+    expect(planSearch({ ...VISUAL, tuning: 3 }, options, FACTS).tuning).toBe(3);
+    expect(planSearch(VISUAL, options, FACTS).tuning).toBeNull();
+    expect(planSearch({ ...VISUAL, tuning: 3, space: 'color' }, options, FACTS).tuning).toBeNull();
+  });
+
   it('pushes down carried, indexed fields and checks the whole filter again after the join', () => {
     const options = optionsOf('fq=brand:nike&fq=price:1,5&fq=color:red&fq=tag:summer');
     const plan = planSearch(VISUAL, options, FACTS);

@@ -1,7 +1,8 @@
 import { createMessageBatch, env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import worker from '../../src/index';
-import { continueReindex, type ReindexStep } from '../../src/ingest/reindex';
+import type { JobStep } from '../../src/ingest/job-step';
+import { continueReindex } from '../../src/ingest/reindex';
 import { STALL_MINUTES } from '../../src/ingest/sweeper';
 import { embedModels } from '../../src/storage/embed-models';
 import { startReindex } from '../../src/storage/reindexes';
@@ -97,7 +98,7 @@ const appModel = async (app: Credentials): Promise<string> => {
  * for something, then lets the delivery go and runs the steps to the end.
  */
 async function reindexAround(app: Credentials, first: number, held: { release: () => void; delivered: Promise<unknown> }): Promise<void> {
-  let step: ReindexStep = { next: 'now', step: first };
+  let step: JobStep = { next: 'now', step: first };
   for (let waits = 0; step.next !== 'ended' && waits < 2; ) {
     step = await continueReindex(env, app.app_id, step.step);
     if (step.next === 'wait' && (await appModel(app)) === NEW_MODEL) waits++;
@@ -258,7 +259,7 @@ describe('reindex', () => {
     expect(await objectVectors(withThird, stray).getByIds([`${image!.id}.0`])).toHaveLength(1);
 
     const started = await startReindex(env.DB, app.app_id, NEW_MODEL);
-    for (let step: ReindexStep = { next: 'now', step: started!.step }; step.next !== 'ended'; ) step = await continueReindex(withThird, app.app_id, step.step);
+    for (let step: JobStep = { next: 'now', step: started!.step }; step.next !== 'ended'; ) step = await continueReindex(withThird, app.app_id, step.step);
     expect(await appModel(app)).toBe(NEW_MODEL);
     expect(await imageVectors(withThird, stray).getByIds([String(image!.id)])).toEqual([]);
     expect(await objectVectors(withThird, stray).getByIds([`${image!.id}.0`])).toEqual([]);
