@@ -8,11 +8,16 @@
 import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { shapeCatalog, type ShapeImage } from '@edge-image-search/devtools/shape-catalog';
+import type { JobStep } from '../../src/ingest/job-step';
+import { STALL_MINUTES } from '../../src/ingest/sweeper';
+import { continueTuning } from '../../src/ingest/tuning';
 import { embedModels } from '../../src/storage/embed-models';
 import { startReindex } from '../../src/storage/reindexes';
+import { getTuning, startTuning } from '../../src/storage/tunings';
+import { formatTimestamp } from '../../src/time';
 import { imageVectors, objectVectors } from '../../src/storage/vectors';
 import { isHeldOut } from '../../src/tuning/held-out';
-import { adminHeaders, basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, search, waitForTransaction, type Credentials, type SearchBody } from './helpers';
+import { adminHeaders, basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, runSweeper, search, waitForTransaction, type Credentials, type SearchBody } from './helpers';
 
 const PER_SHAPE = 12;
 const SEED = 7;
@@ -232,5 +237,60 @@ describe('a text-reading model, tuned', () => {
       expect(status).toBe(200);
       expect((body as SearchBody).result.map((hit) => hit.im_name.split('-')[0])).toEqual([family, family, family, family]);
     }
+  });
+});
+
+describe('the decision and the job', () => {
+  /** Runs a tuning's steps by hand (no queue message) until `stop` says so or it ends. */
+  async function runSteps(app: Credentials, first: number, stop: () => Promise<boolean> = async () => false): Promise<JobStep> {
+    let step: JobStep = { next: 'now', step: first };
+    while (step.next !== 'ended' && !(await stop())) {
+      if (step.next === 'wait') await new Promise((resolve) => setTimeout(resolve, 200));
+      step = await continueTuning(env, app.app_id, step.step);
+    }
+    return step;
+  }
+  const tuningRow = async (app: Credentials) => (await getTuning(env.DB, app.app_id))!;
+
+  it('a tuning whose held-out precision would fall is reported, and the application stays untuned unless asked', async () => {
+    const app = await createApp('tuned-worse', SCHEMA);
+    const images = shapeCatalog(6, 13);
+    expect((await insertAndWait(app, labelled(images, 13, 6))).fail_count).toBe(0);
+    const untuned = await similar(app, images[0]!.name);
+    const classes = [...new Set(images.map((image) => image.shape))];
+    const started = (await startTuning(env.DB, app.app_id, { labelField: 'shape', apply: 'better', classes, labelled: images.length }, 0))!;
+    const lastId = Number((await liveIds(app)).at(-1));
+    // Up to the decision: the evaluation has searched every held-out image.
+    const step = await runSteps(app, started.step, async () => {
+      const row = await tuningRow(app);
+      return row.state === 'evaluating' && row.cursor >= lastId;
+    });
+    expect(step.next).toBe('now');
+    const measured = await tuningRow(app);
+    expect(measured.queries).toBeGreaterThan(0);
+    // The counts as a tuning that loses would leave them: fewer same-shape results tuned than untuned.
+    await env.DB.prepare('UPDATE tunings SET hits_before = hits_after + 1 WHERE app_id = ?').bind(app.app_id).run();
+    expect(await runSteps(app, (step as { step: number }).step)).toEqual({ next: 'ended' });
+    const { body } = await tuningOf(app);
+    expect(body.tuned).toBe(false);
+    expect(body.tuning).toMatchObject({ state: 'done', applied: false, error: null });
+    expect(body.tuning.held_out.precision_at_5.after!).toBeLessThan(body.tuning.held_out.precision_at_5.before!);
+    // Its vectors are gone, and the answers are the untuned ones.
+    expect(await count(imageVectors(env, MODEL, true), await liveIds(app))).toBe(0);
+    expect(await similar(app, images[0]!.name)).toEqual(untuned);
+  });
+
+  it('a tuning whose message was lost is resumed by the sweeper and finishes', async () => {
+    const app = await createApp('tuned-lost', SCHEMA);
+    const images = shapeCatalog(4, 17);
+    expect((await insertAndWait(app, labelled(images, 17, 4))).fail_count).toBe(0);
+    const classes = [...new Set(images.map((image) => image.shape))];
+    // Begun without its first message, and not moved for longer than a stall.
+    expect(await startTuning(env.DB, app.app_id, { labelField: 'shape', apply: 'always', classes, labelled: images.length }, 0)).not.toBeNull();
+    const ago = formatTimestamp(new Date(Date.now() - (STALL_MINUTES + 1) * 60_000));
+    await env.DB.prepare('UPDATE tunings SET updated_at = ? WHERE app_id = ?').bind(ago, app.app_id).run();
+    await runSweeper();
+    expect((await waitForTuning(app, finished)).tuning).toMatchObject({ state: 'done', applied: true });
+    expect((await tuningRow(app)).resumes).toBe(0);
   });
 });
