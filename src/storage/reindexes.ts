@@ -1,7 +1,7 @@
 import type { DetectVocabulary } from '@edge-image-search/contract/wire';
 import { formatTimestamp } from '../time';
 import { forgetApp, productTypesOf, vocabularyOf } from './apps';
-import { LAST_PENDING_SEQ, pendingInsertsUpTo } from './pending-items';
+import { jobProgressOf, LAST_PENDING_SEQ, pendingInsertsUpTo, type JobProgress, type JobProgressRow } from './jobs';
 
 /**
  * An application's re-embedding into another embedding model (migrations/0012, ingest/reindex.ts): `embedding` while
@@ -9,7 +9,7 @@ import { LAST_PENDING_SEQ, pendingInsertsUpTo } from './pending-items';
  * in every other model are deleted; `done`; or `failed`, the application still on `fromModel`.
  */
 export type ReindexState = 'embedding' | 'retiring' | 'done' | 'failed';
-export type Reindex = {
+export type Reindex = JobProgress & {
   appId: string;
   fromModel: string;
   toModel: string;
@@ -19,18 +19,9 @@ export type Reindex = {
   switchSeq: number | null;
   state: ReindexState;
   retireCursor: number;
-  /** The number the next step's message must carry: one of a superseded chain carries an older one and stops. */
-  step: number;
-  /** Sweeps that found it stalled since it last moved. */
-  resumes: number;
-  /** Why it failed, or the last step's error while it runs. */
-  error: string | null;
-  startedAt: string;
-  updatedAt: string;
-  finishedAt: string | null;
 };
 
-type ReindexRow = {
+type ReindexRow = JobProgressRow & {
   app_id: string;
   from_model: string;
   to_model: string;
@@ -38,12 +29,6 @@ type ReindexRow = {
   switch_seq: number | null;
   state: ReindexState;
   retire_cursor: number;
-  step: number;
-  resumes: number;
-  error: string | null;
-  started_at: string;
-  updated_at: string;
-  finished_at: string | null;
 };
 
 const toReindex = (row: ReindexRow): Reindex => ({
@@ -54,14 +39,8 @@ const toReindex = (row: ReindexRow): Reindex => ({
   switchSeq: row.switch_seq,
   state: row.state,
   retireCursor: row.retire_cursor,
-  step: row.step,
-  resumes: row.resumes,
-  error: row.error,
-  startedAt: row.started_at,
-  updatedAt: row.updated_at,
-  finishedAt: row.finished_at,
+  ...jobProgressOf(row),
 });
-
 
 export async function getReindex(db: D1Database, appId: string): Promise<Reindex | null> {
   const row = await db.prepare('SELECT * FROM reindexes WHERE app_id = ?').bind(appId).first<ReindexRow>();

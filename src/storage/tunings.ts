@@ -1,6 +1,6 @@
 import { formatTimestamp } from '../time';
 import { forgetApp } from './apps';
-import { LAST_PENDING_SEQ, pendingInsertsUpTo } from './pending-items';
+import { jobProgressOf, LAST_PENDING_SEQ, pendingInsertsUpTo, type JobProgress, type JobProgressRow } from './jobs';
 
 /**
  * An application's tuning on a label field (migrations/0019, ingest/tuning.ts): `fitting`, `projecting` and
@@ -9,7 +9,7 @@ import { LAST_PENDING_SEQ, pendingInsertsUpTo } from './pending-items';
  */
 export type TuningState = 'fitting' | 'projecting' | 'evaluating' | 'retiring' | 'done' | 'failed';
 export type TuningApply = 'better' | 'always';
-export type Tuning = {
+export type Tuning = JobProgress & {
   appId: string;
   version: number;
   labelField: string;
@@ -28,15 +28,9 @@ export type Tuning = {
   hitsAfter: number;
   /** Whether the application moved to it; null until decided. */
   applied: boolean | null;
-  step: number;
-  resumes: number;
-  error: string | null;
-  startedAt: string;
-  updatedAt: string;
-  finishedAt: string | null;
 };
 
-type TuningRow = {
+type TuningRow = JobProgressRow & {
   app_id: string;
   version: number;
   label_field: string;
@@ -52,12 +46,6 @@ type TuningRow = {
   hits_before: number;
   hits_after: number;
   applied: number | null;
-  step: number;
-  resumes: number;
-  error: string | null;
-  started_at: string;
-  updated_at: string;
-  finished_at: string | null;
 };
 
 const toTuning = (row: TuningRow): Tuning => ({
@@ -76,12 +64,7 @@ const toTuning = (row: TuningRow): Tuning => ({
   hitsBefore: row.hits_before,
   hitsAfter: row.hits_after,
   applied: row.applied === null ? null : row.applied === 1,
-  step: row.step,
-  resumes: row.resumes,
-  error: row.error,
-  startedAt: row.started_at,
-  updatedAt: row.updated_at,
-  finishedAt: row.finished_at,
+  ...jobProgressOf(row),
 });
 
 /** The states in which a tuning is under way: another is refused, and a reindex too. */
