@@ -12,7 +12,7 @@ import { appCacheTtlMs } from '../storage/app-cache';
 import { getSchema } from '../storage/apps';
 import { embedModelIndexesOf } from '../storage/embed-models';
 import { getImagesByIds } from '../storage/images';
-import { deleteTuningBlobs, readProjection, readStatistics, writeProjection, writeStatistics } from '../storage/projections';
+import { deleteStatistics, deleteTuningBlobs, readProjection, readStatistics, writeProjection, writeStatistics } from '../storage/projections';
 import {
   advanceTuning,
   decideTuning,
@@ -28,12 +28,10 @@ import {
 } from '../storage/tunings';
 import { copyIntoTuned, deleteTunedEmbeddings, imageVectors, objectVectors, vectorMetadata } from '../storage/vectors';
 import type { VectorIndex, VectorRecord } from '../ports/vector-index/types';
-import { formatTimestamp } from '../time';
 import { isHeldOut } from '../tuning/held-out';
 import { addLabelledVectors, emptyStatistics, fitProjection, projectVector } from '../tuning/projection';
 import { ENDED, nextStep, type JobKind, type JobStep } from './job-step';
 import type { TuningMessage } from './message';
-import { DEFER_SECONDS } from './retry-policy';
 
 /** Images whose stored vectors one fitting step reads. */
 const FIT_CHUNK = 200;
@@ -78,11 +76,21 @@ async function fit(env: Env, tuning: Tuning, model: string): Promise<JobStep> {
   const { appId, version } = tuning;
   const images = await imagesForTuning(env.DB, appId, tuning.labelField, tuning.cursor, FIT_CHUNK);
   // The statistics are kept under the cursor they stop at, so that a step tried again adds its batch once.
-  const statistics = (await readStatistics(env.BLOBS, appId, version, tuning.cursor)) ?? emptyStatistics(embedModelIndexesOf(env, model).dimensions);
+  const kept = tuning.cursor === 0 ? null : await readStatistics(env.BLOBS, appId, version, tuning.cursor);
+  if (tuning.cursor !== 0 && !kept) throw new TuningFailed(`The fit's statistics up to image ${tuning.cursor} are missing from R2.`);
+  const statistics = kept ?? emptyStatistics(embedModelIndexesOf(env, model).dimensions);
   if (images.length === 0) {
     if (statistics.classes.size < 2) throw new TuningFailed(`Fewer than 2 labels of ${tuning.labelField} had stored vectors to fit (${statistics.classes.size}).`);
-    await writeProjection(env.BLOBS, appId, version, fitProjection(statistics));
-    return nextStep('now', await advanceTuning(env.DB, tuning, { state: 'projecting', cursor: 0, newPhase: true }));
+    let projection;
+    try {
+      projection = fitProjection(statistics);
+    } catch (error) {
+      throw new TuningFailed(`The fit failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    await writeProjection(env.BLOBS, appId, version, projection);
+    const next = await advanceTuning(env.DB, tuning, { state: 'projecting', cursor: 0, newPhase: true });
+    await deleteStatistics(env.BLOBS, appId, version);
+    return nextStep('now', next);
   }
   const fitted = images.filter((image) => labelled(tuning, image) && !isHeldOut(image.im_name));
   const vectors = await readVectors(imageVectors(env, model), fitted.map((image) => String(image.id)));
@@ -92,8 +100,11 @@ async function fit(env: Env, tuning: Tuning, model: string): Promise<JobStep> {
   });
   addLabelledVectors(statistics, found);
   const cursor = images.at(-1)!.id;
-  await writeStatistics(env.BLOBS, appId, version, tuning.cursor, cursor, statistics);
-  return nextStep('now', await advanceTuning(env.DB, tuning, { cursor, fitted: found.length }));
+  await writeStatistics(env.BLOBS, appId, version, cursor, statistics);
+  const next = await advanceTuning(env.DB, tuning, { cursor, fitted: found.length });
+  // Kept until the cursor moved past them: a step tried again before that reads them again.
+  if (next !== null && tuning.cursor !== 0) await deleteStatistics(env.BLOBS, appId, version, tuning.cursor);
+  return nextStep('now', next);
 }
 
 /**

@@ -15,10 +15,23 @@ export async function readStatistics(bucket: R2Bucket, appId: string, version: n
   return stored ? decodeStatistics(new Uint8Array(await stored.arrayBuffer())) : null;
 }
 
-/** Keeps the statistics up to `cursor`, and deletes those of before, which no step reads again. */
-export async function writeStatistics(bucket: R2Bucket, appId: string, version: number, from: number, cursor: number, statistics: FitStatistics): Promise<void> {
+export async function writeStatistics(bucket: R2Bucket, appId: string, version: number, cursor: number, statistics: FitStatistics): Promise<void> {
   await bucket.put(statisticsKey(appId, version, cursor), encodeStatistics(statistics));
-  if (from !== 0) await bucket.delete(statisticsKey(appId, version, from));
+}
+
+/** Deletes the statistics kept up to `cursor` (once the tuning moved past it), or all of them (once it is fitted). */
+export async function deleteStatistics(bucket: R2Bucket, appId: string, version: number, cursor?: number): Promise<void> {
+  if (cursor !== undefined) return bucket.delete(statisticsKey(appId, version, cursor));
+  await deleteUnder(bucket, `${tuningPrefix(appId, version)}statistics/`);
+}
+
+async function deleteUnder(bucket: R2Bucket, prefix: string): Promise<void> {
+  for (let cursor: string | undefined, more = true; more; ) {
+    const listed = await bucket.list({ prefix, ...(cursor && { cursor }) });
+    if (listed.objects.length > 0) await bucket.delete(listed.objects.map((object) => object.key));
+    more = listed.truncated;
+    cursor = listed.truncated ? listed.cursor : undefined;
+  }
 }
 
 export async function writeProjection(bucket: R2Bucket, appId: string, version: number, projection: Projection): Promise<void> {
@@ -54,11 +67,5 @@ export async function readProjection(bucket: R2Bucket, appId: string, version: n
 
 /** Deletes what a tuning kept, once its application no longer uses it. */
 export async function deleteTuningBlobs(bucket: R2Bucket, appId: string, version: number): Promise<void> {
-  const prefix = tuningPrefix(appId, version);
-  for (let cursor: string | undefined, more = true; more; ) {
-    const listed = await bucket.list({ prefix, ...(cursor && { cursor }) });
-    if (listed.objects.length > 0) await bucket.delete(listed.objects.map((object) => object.key));
-    more = listed.truncated;
-    cursor = listed.truncated ? listed.cursor : undefined;
-  }
+  await deleteUnder(bucket, tuningPrefix(appId, version));
 }
