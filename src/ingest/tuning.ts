@@ -41,6 +41,8 @@ const PROJECT_CHUNK = 50;
 const EVALUATE_CHUNK = 50;
 /** Images whose tuned vectors one retiring step deletes. */
 const RETIRE_CHUNK = 100;
+/** How long after an image is applied its vectors may still be unreadable (Vectorize applies writes asynchronously). */
+const VECTORS_VISIBLE_WITHIN_MS = 10 * 60_000;
 /** Ids per getByIds call: Vectorize returns at most 20 vectors with their values. */
 const VECTORS_PER_READ = 20;
 /** The held-out report searches at most this many images. */
@@ -127,7 +129,12 @@ async function project(env: Env, tuning: Tuning, model: string): Promise<JobStep
     readVectors(imageVectors(env, model), ids.map(String)),
     readVectors(objectVectors(env, model), listed.flatMap(objectIds)),
   ]);
-  // An image not yet in the index (its insert is still writing) is left to that insert, which writes its tuned vectors.
+  // Vectorize applies writes within seconds: an image applied lately whose vectors cannot be read yet is waited for;
+  // one whose vectors are still missing long after is logged and left out (nothing could be projected of it).
+  const unread = listed.filter((image) => images.has(image.id) && !wholes.has(String(image.id)));
+  const appliedSince = Date.now() - VECTORS_VISIBLE_WITHIN_MS;
+  if (unread.some((image) => Date.parse(image.updated_at.replace('+0000', 'Z')) > appliedSince)) return nextStep('wait', await advanceTuning(env.DB, tuning));
+  if (unread.length > 0) console.error(JSON.stringify({ event: 'tuning_vectors_missing', appId, images: unread.map((image) => image.id) }));
   const copies = [...images.values()].flatMap((image) => {
     const whole = wholes.get(String(image.id));
     if (!whole) return [];

@@ -254,13 +254,13 @@ export async function earlierInsertsPending(db: D1Database, tuning: Pick<Tuning,
   return row?.pending === 1;
 }
 
-/** An image as a tuning's steps read it: its label (null without one) and how many object vectors it has. */
-export type TuningImage = { id: number; im_name: string; object_count: number; label: string | null };
+/** An image as a tuning's steps read it: its label (null without one), how many object vectors it has, when it was applied. */
+export type TuningImage = { id: number; im_name: string; object_count: number; label: string | null; updated_at: string };
 
 /** The application's images after `cursor`, in id order, with their value of `field`. */
 export async function imagesForTuning(db: D1Database, appId: string, field: string, cursor: number, limit: number): Promise<TuningImage[]> {
   const { results } = await db
-    .prepare(`SELECT id, im_name, object_count, ${LABEL_OF} AS label FROM images WHERE app_id = ?1 AND id > ?3 ORDER BY id LIMIT ?4`)
+    .prepare(`SELECT id, im_name, object_count, updated_at, ${LABEL_OF} AS label FROM images WHERE app_id = ?1 AND id > ?3 ORDER BY id LIMIT ?4`)
     .bind(appId, field, cursor, limit)
     .all<TuningImage>();
   return results;
