@@ -3,7 +3,7 @@ import { deleteExpiredQueryImages } from '../storage/query-images';
 import { getSchema } from '../storage/apps';
 import { getImagesByIds } from '../storage/images';
 import { deleteRetiredVersions } from '../storage/retired';
-import { staleVectorsLeft, vectorsRewritten, type StaleVectors } from '../storage/stale-vectors';
+import { staleVectorsFailed, staleVectorsLeft, vectorsRewritten, type StaleVectors } from '../storage/stale-vectors';
 import { findStalledItems, recordSweep } from '../storage/transactions';
 import { formatTimestamp } from '../time';
 import { failForGood } from './dead-letters';
@@ -64,7 +64,6 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
     await sendInsertMessages(env.INSERT_QUEUE, chunk);
     await recordSweep(env.DB, chunk);
   }
-  if (stalled.length > 0) console.warn(JSON.stringify({ event: 'insert_sweep', resent: resend.length, failed: exhausted.length }));
   // A reindex whose step message was lost or dead-lettered goes on from its progress in D1, unless it keeps stalling.
   for (const reindex of await stalledReindexes(env.DB, before)) {
     if (reindex.state === 'embedding' && reindex.resumes >= MAX_SWEEPS) {
@@ -83,14 +82,23 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
     console.warn(JSON.stringify({ event: giveUp ? 'tuning_failed' : 'tuning_resumed', appId: tuning.appId, step }));
     if (step !== null) await sendJobMessage(env.INSERT_QUEUE, { tuning: tuning.appId, step });
   }
-  for (const stale of await staleVectorsLeft(env.DB, STALE_PER_RUN)) {
-    await rewriteStaleVectors(env, stale).catch((error: unknown) => {
-      console.error(JSON.stringify({ event: 'stale_vectors_rewrite_failed', appId: stale.appId, imageId: stale.imageId, error: String(error) }));
-    });
+  const stale = { rewritten: 0, failed: 0 };
+  for (const record of await staleVectorsLeft(env.DB, STALE_PER_RUN, now)) {
+    await rewriteStaleVectors(env, record).then(
+      () => stale.rewritten++,
+      async (error: unknown) => {
+        console.error(JSON.stringify({ event: 'stale_vectors_rewrite_failed', appId: record.appId, imageId: record.imageId, error: String(error) }));
+        await staleVectorsFailed(env.DB, record.attempt, now);
+        stale.failed++;
+      },
+    );
   }
   // After the rewrites: a retired version's vectors are deleted once no rewrite may bring them back.
-  for (let run = 0; run < RETIRED_RUNS && (await deleteRetiredVersions(env)) > 0; run++);
+  let retired = 0;
+  for (let run = 0, deleted = 1; run < RETIRED_RUNS && deleted > 0; run++) retired += deleted = await deleteRetiredVersions(env);
   await deleteSettledStaged(env);
-  await deleteExpiredQueryImages(env.DB, env.BLOBS, now);
+  const queryImages = await deleteExpiredQueryImages(env.DB, env.BLOBS, now);
+  // One line a run, what it did.
+  console.log(JSON.stringify({ event: 'sweep', resent: resend.length, failed: exhausted.length, staleRewritten: stale.rewritten, staleFailed: stale.failed, retired, queryImages }));
   return { resent: resend.length, failed: exhausted.length };
 }

@@ -1,3 +1,5 @@
+import { formatTimestamp } from '../time';
+
 /**
  * Versions whose vectors may carry older metadata than their D1 row (migrations/0014): a metadata-only update records
  * its version in the batch that merges into D1 and deletes the record in the batch that settles it, after rewriting
@@ -16,22 +18,42 @@ export type StaleVectors = { attempt: string; transId: number; index: number; im
  */
 export const recordStaleVectors = (db: D1Database, attempt: string, item: { transId: number; index: number }, where: string, ...values: unknown[]): D1PreparedStatement =>
   db
-    .prepare(`INSERT INTO stale_vector_metadata (attempt, trans_id, item_index, image_id, app_id) SELECT ?, ?, ?, id, app_id FROM images WHERE ${where}`)
-    .bind(attempt, item.transId, item.index, ...values);
+    .prepare(
+      `INSERT INTO stale_vector_metadata (attempt, trans_id, item_index, image_id, app_id, recorded_at) SELECT ?, ?, ?, id, app_id, ? FROM images WHERE ${where}`,
+    )
+    .bind(attempt, item.transId, item.index, formatTimestamp(), ...values);
 
 /** Deletes the attempt's record: its vectors are rewritten, or it merged nothing. */
 export const vectorsRewritten = (db: D1Database, attempt: string): D1PreparedStatement =>
   db.prepare('DELETE FROM stale_vector_metadata WHERE attempt = ?').bind(attempt);
 
-/** Records whose update is no longer pending: given up after its merge, nothing else will rewrite its vectors. */
-export async function staleVectorsLeft(db: D1Database, limit: number): Promise<StaleVectors[]> {
+/**
+ * Records whose update is no longer pending (given up after its merge: nothing else will rewrite its vectors) and
+ * whose rewrite is due at `now`, oldest first: one that failed waits (staleVectorsFailed), so it never holds the rest back.
+ */
+export async function staleVectorsLeft(db: D1Database, limit: number, now: Date): Promise<StaleVectors[]> {
   const { results } = await db
     .prepare(
       `SELECT s.attempt, s.trans_id, s.item_index, s.image_id, s.app_id FROM stale_vector_metadata s
-       WHERE NOT EXISTS (SELECT 1 FROM insert_items i WHERE i.trans_id = s.trans_id AND i.item_index = s.item_index AND i.state = 'pending')
-       LIMIT ?`,
+       WHERE s.retry_at <= ?2
+         AND NOT EXISTS (SELECT 1 FROM insert_items i WHERE i.trans_id = s.trans_id AND i.item_index = s.item_index AND i.state = 'pending')
+       ORDER BY s.retry_at, s.recorded_at LIMIT ?1`,
     )
-    .bind(limit)
+    .bind(limit, formatTimestamp(now))
     .all<{ attempt: string; trans_id: number; item_index: number; image_id: number; app_id: string }>();
   return results.map((row) => ({ attempt: row.attempt, transId: row.trans_id, index: row.item_index, imageId: row.image_id, appId: row.app_id }));
+}
+
+/** The longest a failing record waits before its next try. */
+const MAX_BACK_OFF_MINUTES = 24 * 60;
+
+/** A rewrite failed: the record is tried again after a wait that doubles with each failure (10 minutes, 20, ... a day). */
+export async function staleVectorsFailed(db: D1Database, attempt: string, now: Date): Promise<void> {
+  const row = await db.prepare('SELECT failures FROM stale_vector_metadata WHERE attempt = ?').bind(attempt).first<{ failures: number }>();
+  if (!row) return;
+  const minutes = Math.min(MAX_BACK_OFF_MINUTES, 10 * 2 ** row.failures);
+  await db
+    .prepare('UPDATE stale_vector_metadata SET failures = failures + 1, retry_at = ? WHERE attempt = ?')
+    .bind(formatTimestamp(new Date(now.getTime() + minutes * 60_000)), attempt)
+    .run();
 }
