@@ -4,7 +4,7 @@ import { getSchema } from '../storage/apps';
 import { getImagesByIds } from '../storage/images';
 import { deleteRetiredVersions } from '../storage/retired';
 import { staleVectorsFailed, staleVectorsLeft, vectorsRewritten, type StaleVectors } from '../storage/stale-vectors';
-import { findStalledItems, recordSweep } from '../storage/transactions';
+import { deleteFinishedTransactions, findStalledItems, insertStatusRetentionHours, recordSweep } from '../storage/transactions';
 import { formatTimestamp } from '../time';
 import { failForGood } from './dead-letters';
 import { deleteSettledStaged } from './staged-uploads';
@@ -28,6 +28,8 @@ const ITEMS_PER_RUN = 1000;
 const RETIRED_RUNS = 20;
 /** Versions whose vectors are rewritten per run, at most. */
 const STALE_PER_RUN = 100;
+/** Finished transactions past their retention deleted per run, at most; a larger backlog waits for the next runs. */
+const TRANSACTIONS_PER_RUN = 500;
 
 /**
  * Gives a version's vectors the metadata of its D1 row, for an update given up after its merge. Written again while
@@ -98,7 +100,12 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
   for (let run = 0, deleted = 1; run < RETIRED_RUNS && deleted > 0; run++) retired += deleted = await deleteRetiredVersions(env);
   await deleteSettledStaged(env);
   const queryImages = await deleteExpiredQueryImages(env.DB, env.BLOBS, now);
+  // After the staged files are released: a transaction whose files are still staged is kept.
+  const kept = formatTimestamp(new Date(now.getTime() - insertStatusRetentionHours(env) * 3_600_000));
+  const transactions = await deleteFinishedTransactions(env.DB, kept, TRANSACTIONS_PER_RUN);
   // One line a run, what it did.
-  console.log(JSON.stringify({ event: 'sweep', resent: resend.length, failed: exhausted.length, staleRewritten: stale.rewritten, staleFailed: stale.failed, retired, queryImages }));
+  console.log(
+    JSON.stringify({ event: 'sweep', resent: resend.length, failed: exhausted.length, staleRewritten: stale.rewritten, staleFailed: stale.failed, retired, queryImages, transactions }),
+  );
   return { resent: resend.length, failed: exhausted.length };
 }

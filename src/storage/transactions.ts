@@ -311,3 +311,37 @@ export async function getTransactionStatus(
     update_time: row.update_time,
   };
 }
+
+/** Default of INSERT_STATUS_RETENTION_HOURS, and its least: a client may poll `/insert/status` for a day. */
+export const INSERT_STATUS_RETENTION_HOURS = 24;
+
+/** How long a finished transaction's status is kept: INSERT_STATUS_RETENTION_HOURS, at least a day. */
+export function insertStatusRetentionHours(env: { INSERT_STATUS_RETENTION_HOURS?: string }): number {
+  const hours = Number(env.INSERT_STATUS_RETENTION_HOURS ?? INSERT_STATUS_RETENTION_HOURS);
+  return Number.isFinite(hours) ? Math.max(INSERT_STATUS_RETENTION_HOURS, hours) : INSERT_STATUS_RETENTION_HOURS;
+}
+
+/**
+ * Deletes up to `limit` transactions, oldest first, whose every item settled before `before` (and whose staged files
+ * were released), with their items: `/insert/status` then answers them as unknown. The number deleted.
+ */
+export async function deleteFinishedTransactions(db: D1Database, before: string, limit: number): Promise<number> {
+  const { results } = await db
+    .prepare(
+      `SELECT id FROM insert_transactions t WHERE update_time < ?1
+         AND NOT EXISTS (SELECT 1 FROM insert_items i WHERE i.trans_id = t.id AND (i.state = 'pending' OR i.staged_key IS NOT NULL))
+       ORDER BY update_time LIMIT ?2`,
+    )
+    .bind(before, limit)
+    .all<{ id: number }>();
+  if (results.length === 0) return 0;
+  const ids = JSON.stringify(results.map(({ id }) => id));
+  // Settled items only: one that became pending again since (it cannot) would keep its transaction.
+  await db.batch([
+    db.prepare(`DELETE FROM insert_items WHERE trans_id IN (SELECT value FROM json_each(?)) AND state != 'pending'`).bind(ids),
+    db
+      .prepare('DELETE FROM insert_transactions WHERE id IN (SELECT value FROM json_each(?)) AND NOT EXISTS (SELECT 1 FROM insert_items i WHERE i.trans_id = insert_transactions.id)')
+      .bind(ids),
+  ]);
+  return results.length;
+}

@@ -1,12 +1,13 @@
 /**
  * The cron sweeper's housekeeping (issue 45, "Housekeeping that scales"): records of stale vector metadata are taken
- * oldest first, and one whose rewrite keeps failing waits longer each time, so it never holds the others back.
+ * oldest first, and one whose rewrite keeps failing waits longer each time, so it never holds the others back;
+ * finished insert transactions are kept for their retention period, then deleted.
  */
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { sweepStalledInserts } from '../../src/ingest/sweeper';
 import { formatTimestamp } from '../../src/time';
-import { createApp, fixtureUrl, insertAndWait, withVectorIndex } from './helpers';
+import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, waitForTransaction, withVectorIndex } from './helpers';
 
 const minutes = (from: Date, count: number) => new Date(from.getTime() + count * 60_000);
 
@@ -58,5 +59,40 @@ describe('stale vector records', () => {
     // Once the rewrite works, the record goes.
     await sweepStalledInserts(env, minutes(now, 31));
     expect(await left()).toEqual([]);
+  });
+});
+
+describe('finished insert transactions', () => {
+  it('are kept INSERT_STATUS_RETENTION_HOURS (at least a day) after they finished, then deleted with their items', async () => {
+    const app = await createApp('retention');
+    const inserted = await insert(app, [{ im_name: 'hen', im_url: fixtureUrl('/images/animals_birds_hen.png') }]);
+    const { trans_id: finished } = await inserted.json<{ trans_id: number }>();
+    expect((await waitForTransaction(app, finished)).success_count).toBe(1);
+    const now = new Date();
+    const at = (hours: number) => formatTimestamp(new Date(now.getTime() - hours * 3_600_000));
+    // A second transaction finished lately, and a third whose item is still pending, long ago.
+    const recent = 9_000_001;
+    const pending = 9_000_002;
+    for (const [id, time, state] of [[recent, at(23), 'done'], [pending, at(30), 'pending']] as const) {
+      await env.DB.batch([
+        env.DB.prepare('INSERT INTO insert_transactions (id, app_id, total, start_time, update_time) VALUES (?, ?, 1, ?, ?)').bind(id, app.app_id, time, time),
+        env.DB.prepare("INSERT INTO insert_items (trans_id, item_index, im_name, im_url, state) VALUES (?, 0, 'x', 'http://x', ?)").bind(id, state),
+      ]);
+    }
+    await env.DB.prepare('UPDATE insert_transactions SET update_time = ? WHERE id = ?').bind(at(25), finished).run();
+    const left = async () =>
+      (await env.DB.prepare('SELECT id FROM insert_transactions WHERE app_id = ? ORDER BY id').bind(app.app_id).all<{ id: number }>()).results.map(({ id }) => id);
+    const items = async (id: number) => (await env.DB.prepare('SELECT count(*) AS n FROM insert_items WHERE trans_id = ?').bind(id).first<{ n: number }>())!.n;
+
+    // Kept 48 hours when so set; a setting under a day counts as a day.
+    await sweepStalledInserts({ ...env, INSERT_STATUS_RETENTION_HOURS: '48' }, now);
+    expect(await left()).toEqual([finished, recent, pending].sort((a, b) => a - b));
+    await sweepStalledInserts({ ...env, INSERT_STATUS_RETENTION_HOURS: '1' }, now);
+    expect(await left()).toEqual([finished, recent, pending].sort((a, b) => a - b).filter((id) => id !== finished));
+    expect(await items(finished)).toBe(0);
+    expect(await items(pending)).toBe(1);
+    // Its status is gone as an unknown transaction's is.
+    const status = await call(`/insert/status/${finished}`, { headers: basicAuth(app) });
+    expect(JSON.stringify(await status.json())).toMatch(/"status":"fail"/);
   });
 });
