@@ -8,7 +8,7 @@ import { dataErrorEntry, type DataErrorEntry } from '../http/envelope';
 import { DATA_ERRORS, GENERAL, type DataError } from '../http/messages';
 import { hasSupportedDimensions, probeImage } from '../images/probe';
 import { deleteBlobs, putImageBlob, stagedBlobKey } from '../storage/blobs';
-import { forgetStagedKey, stagedKeysLeft, type InsertItem } from '../storage/transactions';
+import { forgetStagedKey, referencedStagedKeys, stagedKeysLeft, type InsertItem } from '../storage/transactions';
 import { refuse, type InsertImages } from './insert-request';
 
 /** As a failed item is settled: the image is refused, not accepted, when its bytes could not be kept. */
@@ -83,4 +83,33 @@ const STAGED_PER_RUN = 100;
 /** For the cron sweeper: the staged files of settled items that are still there. */
 export async function deleteSettledStaged(env: Env): Promise<void> {
   for (const item of await stagedKeysLeft(env.DB, STAGED_PER_RUN)) await releaseStaged(env, item);
+}
+
+/** Applications whose staged folder one sweeper run looks through; the next run takes the next ones. */
+const APPS_PER_RUN = 20;
+/** A staged file no item names is deleted once it is this old: a Worker that stages a file records it within seconds. */
+const ORPHAN_AFTER_MS = 24 * 3_600_000;
+const CURSOR = 'orphaned-staged';
+
+/**
+ * For the cron sweeper: files under `<app>/staged/` that no item names (a Worker died between staging a file and
+ * recording its item), older than a day, deleted; APPS_PER_RUN applications a run, the first page of each, round the
+ * applications from where the last run stopped. The number deleted.
+ */
+export async function deleteOrphanedStaged(env: Env, now: Date): Promise<number> {
+  const after = (await env.DB.prepare('SELECT value FROM sweep_cursors WHERE name = ?').bind(CURSOR).first<{ value: string }>())?.value ?? '';
+  const { results } = await env.DB.prepare('SELECT id FROM apps WHERE id > ? ORDER BY id LIMIT ?').bind(after, APPS_PER_RUN).all<{ id: string }>();
+  let deleted = 0;
+  for (const { id } of results) {
+    const listed = await env.BLOBS.list({ prefix: stagedBlobKey(id, '') });
+    const old = listed.objects.filter((object) => now.getTime() - object.uploaded.getTime() > ORPHAN_AFTER_MS).map((object) => object.key);
+    const named = await referencedStagedKeys(env.DB, old);
+    const orphans = old.filter((key) => !named.has(key));
+    await deleteBlobs(env.BLOBS, orphans);
+    deleted += orphans.length;
+  }
+  // Past the last application, the next run starts again from the first.
+  const next = results.length < APPS_PER_RUN ? '' : results.at(-1)!.id;
+  await env.DB.prepare('INSERT INTO sweep_cursors (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = ?2').bind(CURSOR, next).run();
+  return deleted;
 }

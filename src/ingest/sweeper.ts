@@ -7,7 +7,7 @@ import { staleVectorsFailed, staleVectorsLeft, vectorsRewritten, type StaleVecto
 import { deleteFinishedTransactions, findStalledItems, insertStatusRetentionHours, recordSweep } from '../storage/transactions';
 import { formatTimestamp } from '../time';
 import { failForGood } from './dead-letters';
-import { deleteSettledStaged } from './staged-uploads';
+import { deleteOrphanedStaged, deleteSettledStaged } from './staged-uploads';
 import { MAX_MESSAGES_PER_SEND, sendInsertMessages, sendJobMessage } from './message';
 import { writeTargets, failReindex, resumeReindex, stalledReindexes } from '../storage/reindexes';
 import { failTuning, resumeTuning, stalledTunings } from '../storage/tunings';
@@ -99,13 +99,14 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
   let retired = 0;
   for (let run = 0, deleted = 1; run < RETIRED_RUNS && deleted > 0; run++) retired += deleted = await deleteRetiredVersions(env);
   await deleteSettledStaged(env);
+  const orphanedStaged = await deleteOrphanedStaged(env, now);
   const queryImages = await deleteExpiredQueryImages(env.DB, env.BLOBS, now);
   // After the staged files are released: a transaction whose files are still staged is kept.
   const kept = formatTimestamp(new Date(now.getTime() - insertStatusRetentionHours(env) * 3_600_000));
   const transactions = await deleteFinishedTransactions(env.DB, kept, TRANSACTIONS_PER_RUN);
   // One line a run, what it did.
   console.log(
-    JSON.stringify({ event: 'sweep', resent: resend.length, failed: exhausted.length, staleRewritten: stale.rewritten, staleFailed: stale.failed, retired, queryImages, transactions }),
+    JSON.stringify({ event: 'sweep', resent: resend.length, failed: exhausted.length, staleRewritten: stale.rewritten, staleFailed: stale.failed, retired, orphanedStaged, queryImages, transactions }),
   );
   return { resent: resend.length, failed: exhausted.length };
 }

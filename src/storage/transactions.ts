@@ -199,6 +199,16 @@ export async function stagedKeysLeft(db: D1Database, limit: number): Promise<{ t
   return results.map((row) => ({ transId: row.trans_id, index: row.item_index, stagedKey: row.staged_key }));
 }
 
+/** Which of `keys` an item still names as its staged file. */
+export async function referencedStagedKeys(db: D1Database, keys: string[]): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
+  const { results } = await db
+    .prepare('SELECT staged_key FROM insert_items WHERE staged_key IN (SELECT value FROM json_each(?))')
+    .bind(JSON.stringify(keys))
+    .all<{ staged_key: string }>();
+  return new Set(results.map((row) => row.staged_key));
+}
+
 /** Forgets an item's staged file once it is deleted. */
 export async function forgetStagedKey(db: D1Database, transId: number, index: number): Promise<void> {
   await db.prepare('UPDATE insert_items SET staged_key = NULL WHERE trans_id = ? AND item_index = ?').bind(transId, index).run();

@@ -96,3 +96,27 @@ describe('finished insert transactions', () => {
     expect(JSON.stringify(await status.json())).toMatch(/"status":"fail"/);
   });
 });
+
+describe('staged uploads', () => {
+  it('a staged file no item names is deleted once a day old; one an item names is kept', async () => {
+    const app = await createApp('orphans');
+    const orphan = `${app.app_id}/staged/orphan-upload`;
+    const named = `${app.app_id}/staged/named-upload`;
+    await env.BLOBS.put(orphan, new Uint8Array([1, 2, 3]));
+    await env.BLOBS.put(named, new Uint8Array([4, 5, 6]));
+    await env.DB.batch([
+      env.DB.prepare("INSERT INTO insert_transactions (id, app_id, total, start_time, update_time) VALUES (9000101, ?, 1, '', '')").bind(app.app_id),
+      // Pending, and being worked on as far as the sweeper can tell (it is not sent again).
+      env.DB.prepare("INSERT INTO insert_items (trans_id, item_index, im_name, im_url, staged_key, started_at) VALUES (9000101, 0, 'x', '', ?, ?)").bind(
+        named,
+        formatTimestamp(minutes(new Date(), 26 * 60)),
+      ),
+    ]);
+    const exists = async (key: string) => (await env.BLOBS.head(key)) !== null;
+    // Every application is looked at within a few runs (20 a run); an hour old, nothing is deleted.
+    for (let run = 0; run < 10; run++) await sweepStalledInserts(env, minutes(new Date(), 60));
+    expect([await exists(orphan), await exists(named)]).toEqual([true, true]);
+    for (let run = 0; run < 10; run++) await sweepStalledInserts(env, minutes(new Date(), 25 * 60));
+    expect([await exists(orphan), await exists(named)]).toEqual([false, true]);
+  });
+});
