@@ -1,12 +1,15 @@
-import { readdir, readFile, rm, mkdir, writeFile } from 'node:fs/promises';
+import { rmSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm, mkdir, writeFile } from 'node:fs/promises';
 import http from 'node:http';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { seededRandom } from '../inference/src/random.ts';
 import { IMAGES_DIR as IMAGES_DIR_DEFAULT } from '@edge-image-search/devtools/fixture-images';
 import { freePort } from '@edge-image-search/devtools/free-port';
-import { createApplication, imageNameOf, INSERT_BATCH, insertForm, waitForInsert, type AuthHeader } from './lib/api-client.ts';
+import { createApplicationWithId, imageNameOf, INSERT_BATCH, insertForm, waitForInsert, type AuthHeader } from './lib/api-client.ts';
+import { adminRequest, type Field } from './lib/admin-client.ts';
 import { chooseEmbedModels, loadedEmbedModels, namesOf, type LoadedModel } from './lib/embed-model-choice.ts';
 import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
 import { loadDetectionTruth, FIXTURES_DIR, overall, precisionRecall, scoreImage, type Detected, type TypeCounts } from './lib/detection-truth.ts';
@@ -14,12 +17,15 @@ import { flattenedOriginal, TRANSFORMS } from '@edge-image-search/devtools/near-
 import { ROOT } from './lib/wrangler-env.ts';
 import { nameColor } from '@edge-image-search/contract/attributes';
 import { predictForm } from '@edge-image-search/contract/wire';
+import { shapeCatalog } from '@edge-image-search/devtools/shape-catalog';
+import { isHeldOut } from '../src/tuning/held-out.ts';
 
 /**
- * `npm run eval [-- --images <folder>] [--embed-model <id>]... [--detection-only]`: search quality through the real
- * service (the local stack, as `npm start` runs it), for each embedding model the inference service loaded side by
- * side (INFERENCE_EMBED_MODELS; unset, the two bundled models of wrangler.toml's EMBED_MODELS). One application per
- * model, on that model, gets every valid image of the folder by URL; then, against each,
+ * `npm run eval [-- --images <folder>] [--embed-model <id>]... [--detection-only | --tuning-only] [--tuning-images <folder>]`:
+ * search quality through the real service (the local stack, as `npm start` runs it), for each embedding model the
+ * inference service loaded side by side (INFERENCE_EMBED_MODELS; unset, the two bundled models of wrangler.toml's
+ * EMBED_MODELS). One application per model, on that model, gets every valid image of the folder by URL; then,
+ * against each,
  * (a) near-duplicate copies of each image are searched with /uploadsearch for their original (R@1, R@5, mAP), and
  * (b) each object cut-out is searched with /search and the other cut-outs of its category among the first five are
  * counted (manifest.json's `kind` and `category`). (c) Each photo of the hand-drawn detection ground truth is sent to
@@ -34,7 +40,13 @@ import { predictForm } from '@edge-image-search/contract/wire';
  * that (c) measures another detector or clothes parser on the same ground truth. (d) Each cut-out of
  * test/fixtures/colour-names.json (labelled by eye, apart from the colours the names' references were chosen on) is
  * named by the colour attribute's rule (the inference service's palette of it, then contract/attributes.ts), and the
- * names that agree counted.
+ * names that agree counted. (e) Tuning on a label field (docs/decisions.md, "Tuning on a label field"): labelled sets
+ * (a catalog of flat shapes by shape, the cut-outs by top-level category, and with `--tuning-images <folder>` every
+ * image under a folder by its first-level subfolder) each get a new application on each evaluated model, which is
+ * tuned (`apply: always`); the held-out images are searched with /search before and after, and the precision@5
+ * recomputed there set beside the tuning's own report; then, on the default model, how many labels per shape it
+ * needs. The report and the recomputation must agree: a disagreement is printed loudly. `--tuning-only` runs (e)
+ * alone (about 3.5 minutes here; `--tuning-images /usr/share/tuxpaint/stamps` adds about 5 more).
  */
 
 const { values: args } = parseArgs({
@@ -43,6 +55,8 @@ const { values: args } = parseArgs({
     'embed-model': { type: 'string', multiple: true },
     models: { type: 'string' },
     'detection-only': { type: 'boolean', default: false },
+    'tuning-only': { type: 'boolean', default: false },
+    'tuning-images': { type: 'string' },
     detector: { type: 'string' },
     pose: { type: 'string' },
   },
@@ -65,6 +79,23 @@ const MIN_SIDE = 100;
 /** Two searches in flight keep both cores busy (the Worker, the inference service) on this machine. */
 const CONCURRENCY = 2;
 const IMAGE_EXTENSIONS = /\.(jpe?g|jpe|png|gif|bmp|dib|webp|pbm|pgm|ppm|sr|ras|tiff?)$/i;
+/** (e): the shapes catalog tuned on, 20 of each shape, drawn with a seed of its own (the tests draw 7, 3, 5 and 99). */
+const TUNING_SHAPES = { perShape: 20, seed: 11 };
+/** (e): the labels per shape that "how many labels it needs" leaves on the images a tuning fits. */
+const LABELS_NEEDED = [1, 3, 5, 10];
+/** A label is fitted and scored when this many images carry it (src/admin/tuning.ts, MIN_LABELLED_PER_CLASS). */
+const MIN_PER_LABEL = 3;
+/** The tuning's report searches at most this many held-out images (src/ingest/tuning.ts, MAX_HELD_OUT_QUERIES). */
+const MAX_HELD_OUT_QUERIES = 200;
+/** The tuning's report counts its precision at this rank (`precision_at_5`), as `/search` with `limit=5` answers. */
+const TUNING_PRECISION_AT = 5;
+/** On this machine a 100-image tuning takes seconds; a stuck one is reported, not waited on for ever. */
+const TUNING_TIMEOUT_MS = 15 * 60_000;
+/**
+ * A tuning whose step keeps failing has noted its error and stopped moving: past the queue's retries (backoff 2, 4, 8
+ * and 16 s, then the dead-letter queue) only the sweeper resumes it, after 30 minutes. Eval reports it as stuck.
+ */
+const TUNING_STUCK_MS = 40_000;
 
 type Entry = { file: string; name: string; kind?: string; category?: string };
 type Ranked = { result?: { im_name: string }[] };
@@ -75,10 +106,13 @@ type ModelApp = { model: EmbedModel; api: Api; failed: Set<string>; insertSecond
 type ModelRetrieval = { app: ModelApp; nearDuplicates: NearDuplicateReport; categories: CategoryReport; searchSeconds: number };
 
 let stack: LocalStack | undefined;
-let imageServer: http.Server | undefined;
+const imageServers: http.Server[] = [];
+/** (e)'s rendered images. */
+let tuningTemp: string | undefined;
 function stopAll(code: number): never {
   stack?.stop();
-  imageServer?.close();
+  for (const server of imageServers) server.close();
+  if (tuningTemp) rmSync(tuningTemp, { recursive: true, force: true });
   process.exit(code);
 }
 process.on('SIGINT', () => stopAll(130));
@@ -86,21 +120,43 @@ process.on('SIGTERM', () => stopAll(143));
 
 async function main(): Promise<void> {
   const started = performance.now();
-  const { valid, skipped } = await listImages();
-  console.log(`${valid.length} images in ${IMAGES_DIR}; ${skipped.length} skipped as invalid (under ${MIN_SIDE} px on both sides): ${skipped.join(', ') || 'none'}`);
+  if (args['detection-only'] && args['tuning-only']) throw new Error('--detection-only and --tuning-only each run one section: name one');
+  const listed = args['tuning-only'] ? undefined : await listImages(IMAGES_DIR);
+  if (listed) console.log(`${listed.valid.length} images in ${IMAGES_DIR}; ${listed.skipped.length} skipped as invalid (under ${MIN_SIDE} px on both sides): ${listed.skipped.join(', ') || 'none'}`);
+  // Before the stack starts: a wrong folder is refused at once.
+  const tuningSets = args['detection-only'] ? undefined : await labelledSets();
 
   await rm(STATE_DIR, { recursive: true, force: true });
   const [port, inferencePort, imagesPort] = [await freePort(), await freePort(), await freePort()];
-  imageServer = await serveFolder(imagesPort);
+  imageServers.push(await serveFiles(imagesPort, (file) => path.join(IMAGES_DIR, file)));
   // Request logs at info level would bury the report.
   process.env.WRANGLER_LOG ??= 'warn';
   stack = await startLocalStack({ port, inferencePort, adminToken: ADMIN_TOKEN, persistTo: STATE_DIR, onExit: (code) => stopAll(code ?? 1) });
   const models = await selectedModels(stack);
-  const detectionModel = models.find((model) => model.isDefault) ?? models[0]!;
-  const evaluatedModels = args['detection-only'] ? [detectionModel] : models;
+  const defaultModel = models.find((model) => model.isDefault) ?? models[0]!;
 
+  const searches = listed ? await searchSections(stack, listed, models, defaultModel, `http://127.0.0.1:${imagesPort}`) : undefined;
+  const tuning = tuningSets ? await evaluateTuning(stack.baseUrl, tuningSets, models, defaultModel) : undefined;
+  if (searches) printSearchSections(searches);
+  if (tuning) printTuning(tuning);
+  const report = { ...searches?.report, ...(tuning && { tuning }), seconds: { search: searches?.searchSeconds, total: (performance.now() - started) / 1000 } };
+  await mkdir(path.dirname(REPORT_FILE), { recursive: true });
+  await writeFile(REPORT_FILE, `${JSON.stringify(report, null, 2)}\n`);
+  const parts = [
+    ...(searches ? [`${searches.report.images.inserted} images, ${searches.apps.length} model${searches.apps.length === 1 ? '' : 's'}; ${searches.searchSeconds.toFixed(0)} s of searches`] : []),
+    ...(tuning ? [`tuning ${tuning.seconds.toFixed(0)} s`] : []),
+  ];
+  console.log(`\n${parts.join('; ')}; ${report.seconds.total.toFixed(0)} s in all. JSON: ${REPORT_FILE}`);
+  if (tuning?.disagreements.length) console.error(`\nTUNING REPORT AND /search DISAGREE (${tuning.disagreements.length}): ${tuning.disagreements.join('; ')}`);
+}
+
+type SearchSections = Awaited<ReturnType<typeof searchSections>>;
+
+/** Sections (a) to (d): every model's application loaded with the folder's images, searched, and detection and colours on the default one's. */
+async function searchSections(local: LocalStack, { valid, skipped }: { valid: Entry[]; skipped: string[] }, models: EmbedModel[], detectionModel: EmbedModel, imagesUrl: string) {
+  const evaluatedModels = args['detection-only'] ? [detectionModel] : models;
   const apps: ModelApp[] = [];
-  for (const model of evaluatedModels) apps.push(await loadModelApp(stack.baseUrl, model, valid, `http://127.0.0.1:${imagesPort}`));
+  for (const model of evaluatedModels) apps.push(await loadModelApp(local.baseUrl, model, valid, imagesUrl));
   // Every model is scored on the same queries: the images that all of them took.
   const inserted = valid.filter((entry) => apps.every((app) => !app.failed.has(entry.name)));
 
@@ -110,13 +166,8 @@ async function main(): Promise<void> {
   const detectionApp = apps.find((app) => app.model === detectionModel)!;
   console.log(`detection, on the application of ${detectionModel.label}...`);
   const detection = await evaluateDetection(detectionApp.api);
-  const colourNames = await evaluateColourNames(stack);
+  const colourNames = await evaluateColourNames(local);
   const searchSeconds = (performance.now() - searchStarted) / 1000;
-
-  printModelLegend(evaluatedModels);
-  if (retrievals.length > 0) printRetrievalTables(retrievals);
-  printDetectionTable(detection);
-  printColourNames(colourNames);
   const report = {
     images: { folder: IMAGES_DIR, inserted: inserted.length, skipped },
     settings: { endpoint: '/uploadsearch', upload: 'image bytes', detection: DETECTION_OFF, limit: SEARCH_LIMIT, seed: SEED },
@@ -124,11 +175,15 @@ async function main(): Promise<void> {
     models: Object.fromEntries(apps.map((app) => [app.model.id, modelSection(app, retrievals.find((retrieval) => retrieval.app === app))])),
     detection: { model: detectionModel.id, detector: process.env.INFERENCE_DETECTOR || 'centernet', ...detection },
     colourNames,
-    seconds: { search: searchSeconds, total: (performance.now() - started) / 1000 },
   };
-  await mkdir(path.dirname(REPORT_FILE), { recursive: true });
-  await writeFile(REPORT_FILE, `${JSON.stringify(report, null, 2)}\n`);
-  console.log(`\n${inserted.length} images, ${apps.length} model${apps.length === 1 ? '' : 's'}; ${searchSeconds.toFixed(0)} s of searches, ${report.seconds.total.toFixed(0)} s in all. JSON: ${REPORT_FILE}`);
+  return { apps, evaluatedModels, retrievals, detection, colourNames, searchSeconds, report };
+}
+
+function printSearchSections({ evaluatedModels, retrievals, detection, colourNames }: SearchSections): void {
+  printModelLegend(evaluatedModels);
+  if (retrievals.length > 0) printRetrievalTables(retrievals);
+  printDetectionTable(detection);
+  printColourNames(colourNames);
 }
 
 /**
@@ -144,17 +199,22 @@ async function selectedModels({ inferenceUrl }: LocalStack): Promise<EmbedModel[
   return chooseEmbedModels(loaded, named);
 }
 
-/** A new application on `model`, with every image of `entries` inserted. */
-async function loadModelApp(baseUrl: string, model: EmbedModel, entries: Entry[], imagesUrl: string): Promise<ModelApp> {
-  const auth = await createApplication({ baseUrl, token: ADMIN_TOKEN }, `eval-${model.label}`, model.id).catch((error: unknown) => {
+/** A new application named `name` on `model` (with the metadata schema `fields` if given): its id and its API. */
+async function newApplication(baseUrl: string, name: string, model: EmbedModel, fields?: Field[]): Promise<{ appId: string; api: Api }> {
+  const { appId, auth } = await createApplicationWithId({ baseUrl, token: ADMIN_TOKEN }, name, model.id, fields).catch((error: unknown) => {
     const message = error instanceof Error ? error.message : String(error);
     // The Worker takes applications on the models of its EMBED_MODELS only (README "Model upgrades").
     if (!message.includes('is not one of')) throw error;
     throw new Error(`${message}\nThe inference service loaded ${model.id}, but the local Worker's EMBED_MODELS does not list it.`);
   });
-  const api = new Api(baseUrl, auth);
+  return { appId, api: new Api(baseUrl, auth) };
+}
+
+/** A new application on `model`, with every image of `entries` inserted. */
+async function loadModelApp(baseUrl: string, model: EmbedModel, entries: Entry[], imagesUrl: string): Promise<ModelApp> {
+  const { api } = await newApplication(baseUrl, `eval-${model.label}`, model);
   const insertStarted = performance.now();
-  const failed = await insertAll(api, entries, imagesUrl);
+  const failed = await insertAll(api, entries.map((entry) => ({ name: entry.name, url: `${imagesUrl}/${encodeURIComponent(entry.file)}` })));
   const insertSeconds = (performance.now() - insertStarted) / 1000;
   const failures = failed.size ? `; failed: ${[...failed].join(', ')}` : '';
   console.log(`${model.label}: inserted ${entries.length - failed.size} images in ${insertSeconds.toFixed(0)} s${failures}`);
@@ -183,18 +243,17 @@ function modelSection({ model, failed, insertSeconds }: ModelApp, retrieval: Mod
   };
 }
 
-/** The folder's images, with kind and category from its manifest.json where it has one. */
-async function listImages(): Promise<{ valid: Entry[]; skipped: string[] }> {
-  const files = (await readdir(IMAGES_DIR)).filter((file) => IMAGE_EXTENSIONS.test(file)).sort();
-  const manifest = await readFile(path.join(IMAGES_DIR, 'manifest.json'), 'utf8').then(
+/** The images of `folder` (not its subfolders), with kind and category from its manifest.json where it has one. */
+async function listImages(folder: string): Promise<{ valid: Entry[]; skipped: string[] }> {
+  const files = (await readdir(folder)).filter((file) => IMAGE_EXTENSIONS.test(file)).sort();
+  const manifest = await readFile(path.join(folder, 'manifest.json'), 'utf8').then(
     (text) => new Map((JSON.parse(text) as Entry[]).map((entry) => [entry.file, entry])),
     () => new Map<string, Entry>(),
   );
   const valid: Entry[] = [];
   const skipped: string[] = [];
   for (const file of files) {
-    const { width = 0, height = 0 } = await sharp(path.join(IMAGES_DIR, file)).metadata();
-    if (width < MIN_SIDE && height < MIN_SIDE) {
+    if (await tooSmall(path.join(folder, file))) {
       skipped.push(file);
       continue;
     }
@@ -203,11 +262,17 @@ async function listImages(): Promise<{ valid: Entry[]; skipped: string[] }> {
   return { valid, skipped };
 }
 
-/** The folder's files over HTTP, so that /insert can download them by im_url. */
-function serveFolder(port: number): Promise<http.Server> {
+/** Invalid by the spec: under MIN_SIDE px on both sides. */
+async function tooSmall(file: string): Promise<boolean> {
+  const { width = 0, height = 0 } = await sharp(file).metadata();
+  return width < MIN_SIDE && height < MIN_SIDE;
+}
+
+/** Files over HTTP, so that /insert can download them by im_url: `/<name>` is the file `pathOf(name)` names. */
+function serveFiles(port: number, pathOf: (name: string) => string | undefined): Promise<http.Server> {
   const server = http.createServer((request, response) => {
-    const file = path.basename(decodeURIComponent((request.url ?? '/').split('?')[0]!));
-    readFile(path.join(IMAGES_DIR, file)).then(
+    const file = pathOf(path.basename(decodeURIComponent((request.url ?? '/').split('?')[0]!)));
+    (file === undefined ? Promise.reject(new Error('not served')) : readFile(file)).then(
       (body) => response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': body.byteLength }).end(body),
       () => response.writeHead(404).end(),
     );
@@ -235,12 +300,11 @@ class Api {
   }
 }
 
-/** Inserts in batches of the spec's 100 and waits until every transaction is at 100 %; the names that failed. */
-async function insertAll(api: Api, entries: Entry[], imagesUrl: string): Promise<Set<string>> {
+/** Inserts by URL (with their metadata) in batches of the spec's 100 and waits until every transaction is at 100 %; the names that failed. */
+async function insertAll(api: Api, images: { name: string; url: string; metadata?: Record<string, string> }[]): Promise<Set<string>> {
   const transactions: number[] = [];
-  for (let start = 0; start < entries.length; start += INSERT_BATCH) {
-    const images = entries.slice(start, start + INSERT_BATCH).map((entry) => ({ name: entry.name, url: `${imagesUrl}/${encodeURIComponent(entry.file)}` }));
-    transactions.push((await api.call<{ trans_id: number }>('/insert', insertForm(images))).trans_id);
+  for (let start = 0; start < images.length; start += INSERT_BATCH) {
+    transactions.push((await api.call<{ trans_id: number }>('/insert', insertForm(images.slice(start, start + INSERT_BATCH)))).trans_id);
   }
   const failed = new Set<string>();
   for (const transId of transactions) {
@@ -304,6 +368,9 @@ function scores(ranks: (number | undefined)[]): RetrievalScores {
   };
 }
 
+/** A cut-out's top-level category: `animals` for `animals/birds`. */
+const topLevel = (entry: Entry): string => entry.category!.split('/')[0]!;
+
 type CategoryScores = { queries: number; precisionAt5: number; ceiling: number };
 type CategoryReport = { cutouts: number; fine: CategoryScores; top: CategoryScores };
 
@@ -315,7 +382,6 @@ type CategoryReport = { cutouts: number; fine: CategoryScores; top: CategoryScor
 async function evaluateCategories(api: Api, entries: Entry[]): Promise<CategoryReport> {
   const cutouts = entries.filter((entry) => entry.kind === 'object-cutout' && entry.category);
   const byName = new Map(cutouts.map((entry) => [entry.name, entry]));
-  const topLevel = (entry: Entry) => entry.category!.split('/')[0]!;
   const fineHits: number[] = [];
   const topHits: number[] = [];
   await forEachConcurrently(cutouts.values(), async (query) => {
@@ -489,4 +555,318 @@ async function evaluateColourNames(local: LocalStack): Promise<ColourNameReport>
 function printColourNames({ right, total, misses }: ColourNameReport): void {
   console.log(`\ncolour names (the colour attribute) on ${total} labelled cut-outs: ${right} right (${((100 * right) / total).toFixed(0)} %)`);
   for (const miss of misses) console.log(`  ${miss.file}: labelled ${miss.label}, named ${miss.named ?? 'nothing'}`);
+}
+
+/** An image of a labelled set: `label` is what its metadata carries (undefined: none), `truth` its class all the same. */
+type LabelledImage = { name: string; file: string; key: string; label: string | undefined; truth: string };
+/** A labelled set (e) tunes an application on: `field` is its label field; `skipped` what the set left out and why. */
+type LabelledSet = { name: string; field: string; images: LabelledImage[]; skipped: Record<string, number> };
+type TuningSets = { sets: LabelledSet[]; shapes: LabelledSet };
+
+/**
+ * (e)'s sets, made before the stack starts: the shapes catalog rendered to PNG in a temporary folder, the cut-outs of
+ * the fixtures by top-level category, and `--tuning-images`'s folder by first-level subfolder.
+ */
+async function labelledSets(): Promise<TuningSets> {
+  tuningTemp = await mkdtemp(path.join(tmpdir(), 'eval-tuning-'));
+  const shapes = await shapesSet(path.join(tuningTemp, 'shapes'));
+  const sets = [shapes, await cutoutSet()];
+  if (args['tuning-images']) sets.push(await folderSet(path.resolve(args['tuning-images']), path.join(tuningTemp, 'folder')));
+  for (const set of sets) {
+    const labels = new Set(set.images.flatMap((image) => image.label ?? []));
+    const skipped = Object.entries(set.skipped).map(([why, count]) => `${count} ${why}`);
+    console.log(`tuning set "${set.name}": ${set.images.length} images, ${labels.size} labels of ${set.field}${skipped.length ? `; left out: ${skipped.join(', ')}` : ''}`);
+  }
+  return { sets, shapes };
+}
+
+/** devtools/shape-catalog.ts's flat shapes, labelled `shape`, each rendered from its SVG to PNG as the fixture server does. */
+async function shapesSet(folder: string): Promise<LabelledSet> {
+  await mkdir(folder, { recursive: true });
+  const { perShape, seed } = TUNING_SHAPES;
+  const images = await Promise.all(
+    shapeCatalog(perShape, seed).map(async ({ name, shape, svg }) => {
+      const file = path.join(folder, `${name}.png`);
+      await sharp(Buffer.from(svg)).png().toFile(file);
+      return { name, file, key: `shapes~${name}`, label: shape, truth: shape };
+    }),
+  );
+  return { name: `shapes (seed ${seed})`, field: 'shape', images, skipped: {} };
+}
+
+/** The fixtures' valid object cut-outs by top-level category, those of a category with fewer than MIN_PER_LABEL left out. */
+async function cutoutSet(): Promise<LabelledSet> {
+  const cutouts = (await listImages(IMAGES_DIR_DEFAULT)).valid.filter((entry) => entry.kind === 'object-cutout' && entry.category);
+  const counts = countBy(cutouts, topLevel);
+  const kept = cutouts.filter((entry) => counts.get(topLevel(entry))! >= MIN_PER_LABEL);
+  const images = kept.map((entry) => ({ name: entry.name, file: path.join(IMAGES_DIR_DEFAULT, entry.file), key: `cutouts~${entry.name}`, label: topLevel(entry), truth: topLevel(entry) }));
+  const skipped = cutouts.length - kept.length;
+  return { name: 'cut-outs (top-level category)', field: 'category', images, skipped: skipped ? { [`in a category of fewer than ${MIN_PER_LABEL}`]: skipped } : {} };
+}
+
+/**
+ * Every image under `root` labelled `category` by its first-level subfolder. Left out: files named `*_mirror*` (Tux
+ * Paint's mirrored copies of a stamp), an SVG beside a raster image of the same name (the same drawing twice), files
+ * directly in `root`, and images under MIN_SIDE px on both sides; an SVG is rendered to PNG at its own size.
+ */
+async function folderSet(root: string, rendered: string): Promise<LabelledSet> {
+  await mkdir(rendered, { recursive: true });
+  const isSvg = (file: string) => /\.svg$/i.test(file);
+  const stem = (file: string) => file.replace(/\.[^.]*$/, '');
+  const files = (await readdir(root, { recursive: true })).filter((file) => IMAGE_EXTENSIONS.test(file) || isSvg(file)).sort();
+  const rasters = new Set(files.filter((file) => !isSvg(file)).map(stem));
+  const skipped: Record<string, number> = {};
+  const skip = (why: string) => (skipped[why] = (skipped[why] ?? 0) + 1);
+  const images: LabelledImage[] = [];
+  const names = new Set<string>();
+  for (const file of files) {
+    const [label, ...rest] = file.split(path.sep);
+    const name = imageNameOf(file.split(path.sep).join('_'));
+    if (rest.length === 0) skip('not in a subfolder');
+    else if (path.basename(file).includes('_mirror')) skip('mirrored copies (*_mirror*)');
+    else if (isSvg(file) && rasters.has(stem(file))) skip('SVGs beside a raster image of the same name');
+    else if (names.has(name)) skip('names taken by another file');
+    else {
+      const source = isSvg(file) ? path.join(rendered, `${name}.png`) : path.join(root, file);
+      if (isSvg(file)) await sharp(path.join(root, file)).png().toFile(source);
+      if (await tooSmall(source)) skip(`under ${MIN_SIDE} px on both sides`);
+      else {
+        names.add(name);
+        images.push({ name, file: source, key: `folder~${name}`, label, truth: label! });
+      }
+    }
+  }
+  if (images.length === 0) throw new Error(`--tuning-images ${root}: no image in a subfolder of it`);
+  return { name: `${path.basename(root)} (first-level folder)`, field: 'category', images, skipped };
+}
+
+/** The shapes catalog with, per shape, only the first `n` not-held-out images labelled; every held-out one keeps its label, to be scored. */
+function fewLabels(shapes: LabelledSet, n: number): LabelledSet {
+  const seen = new Map<string, number>();
+  const images = shapes.images.map((image) => {
+    if (isHeldOut(image.name)) return image;
+    const rank = seen.get(image.truth) ?? 0;
+    seen.set(image.truth, rank + 1);
+    return rank < n ? image : { ...image, label: undefined };
+  });
+  return { ...shapes, name: `shapes, ${n} labelled per shape`, images };
+}
+
+type Precision = { before: number | null; after: number | null };
+type TuningRun = {
+  set: string;
+  model: string;
+  modelLabel: string;
+  images: number;
+  failed: string[];
+  /** What the API answered: 202, or 400 with its message (`refused`). */
+  refused?: string;
+  classes?: number;
+  labelled?: number;
+  fitted?: number;
+  state?: string;
+  applied?: boolean | null;
+  error?: string | null;
+  /** The tuning's own report (GET .../tune's held_out), and the same held-out images searched here through /search. */
+  report?: { queries: number; precisionAt5: Precision };
+  recomputed: { queries: number; precisionAt5: Precision; byTrueLabel: Precision };
+  /** Whether the report and the recomputation agree (queries and both precisions). */
+  agree?: boolean;
+  seconds: { insert: number; tuning?: number };
+};
+type TuningAnswer = {
+  tuned: boolean;
+  tuning: {
+    state: 'running' | 'done' | 'failed';
+    applied: boolean | null;
+    classes: number;
+    labelled: number;
+    fitted: number;
+    held_out: { queries: number; precision_at_5: { before: number | null; after: number | null } };
+    phase: string | null;
+    error: string | null;
+    updated_at: string;
+  };
+};
+
+/**
+ * (e): each labelled set on each evaluated model, then the sweep of labels per shape on the default model; the
+ * images served from this process (rendered ones from the temporary folder).
+ */
+async function evaluateTuning(baseUrl: string, { sets, shapes }: TuningSets, models: EmbedModel[], defaultModel: EmbedModel) {
+  const started = performance.now();
+  const files = new Map(sets.flatMap((set) => set.images.map((image) => [image.key, image.file] as const)));
+  const port = await freePort();
+  imageServers.push(await serveFiles(port, (key) => files.get(key)));
+  const imagesUrl = `http://127.0.0.1:${port}`;
+  const runs: TuningRun[] = [];
+  for (const model of models) for (const set of sets) runs.push(await tuneLabelledSet(baseUrl, set, model, imagesUrl));
+  const labelsNeeded: (TuningRun & { labelsPerShape: number })[] = [];
+  for (const n of LABELS_NEEDED) labelsNeeded.push({ labelsPerShape: n, ...(await tuneLabelledSet(baseUrl, fewLabels(shapes, n), defaultModel, imagesUrl)) });
+  await rm(tuningTemp!, { recursive: true, force: true });
+  const disagreements = [...runs, ...labelsNeeded].filter((run) => run.agree === false).map((run) => `${run.set} on ${run.modelLabel}`);
+  return {
+    settings: { apply: 'always', precisionAt: TUNING_PRECISION_AT, minPerLabel: MIN_PER_LABEL, shapes: TUNING_SHAPES, labelsNeeded: LABELS_NEEDED, labelsNeededModel: defaultModel.id },
+    sets: runs,
+    labelsNeeded,
+    disagreements,
+    seconds: (performance.now() - started) / 1000,
+  };
+}
+
+type TuningReport = Awaited<ReturnType<typeof evaluateTuning>>;
+
+/**
+ * A new application on `model` with the set's images inserted by URL (each label as its `field`), its held-out
+ * images searched, tuned with `apply: always`, waited for (the time from the POST to done), searched again.
+ */
+async function tuneLabelledSet(baseUrl: string, set: LabelledSet, model: EmbedModel, imagesUrl: string): Promise<TuningRun> {
+  const admin = { baseUrl, token: ADMIN_TOKEN };
+  const { appId, api } = await newApplication(baseUrl, `eval-tuning-${set.name}-${model.label}`, model, [{ name: set.field, type: 'string', searchable: true }]);
+  const insertStarted = performance.now();
+  const failed = await insertAll(
+    api,
+    set.images.map((image) => ({ name: image.name, url: `${imagesUrl}/${encodeURIComponent(image.key)}`, ...(image.label !== undefined && { metadata: { [set.field]: image.label } }) })),
+  );
+  const insertSeconds = (performance.now() - insertStarted) / 1000;
+  const inserted = set.images.filter((image) => !failed.has(image.name));
+  console.log(`${model.label}, ${set.name}: inserted ${inserted.length} images in ${insertSeconds.toFixed(0)} s${failed.size ? `; failed: ${[...failed].join(', ')}` : ''}`);
+  // The images the report searches: labelled with a label the tuning fits, held out; at most as many as it searches.
+  const counts = countBy(inserted.filter((image) => image.label !== undefined), (image) => image.label!);
+  const queries = inserted.filter((image) => image.label !== undefined && counts.get(image.label)! >= MIN_PER_LABEL && isHeldOut(image.name)).slice(0, MAX_HELD_OUT_QUERIES);
+  const before = await heldOutPrecision(api, queries, inserted);
+
+  const common = { set: set.name, model: model.id, modelLabel: model.label, images: inserted.length, failed: [...failed] };
+  const tuningStarted = performance.now();
+  const posted = await adminRequest<{ error_message?: string; message?: string }>(admin, 'POST', `/admin/apps/${appId}/tune`, { label_field: set.field, apply: 'always' });
+  if (posted.status !== 202) {
+    const refused = `HTTP ${posted.status}: ${posted.body.error_message ?? posted.body.message ?? JSON.stringify(posted.body)}`;
+    console.log(`${model.label}, ${set.name}: tuning refused, ${refused}`);
+    return { ...common, refused, recomputed: recomputation(queries, before), seconds: { insert: insertSeconds } };
+  }
+  const { tuning, stuck } = await waitForTuning(admin, appId);
+  const tuningSeconds = (performance.now() - tuningStarted) / 1000;
+  if (stuck) {
+    console.error(`!!! ${model.label}, ${set.name}: the tuning is stuck in ${tuning.phase} after ${tuningSeconds.toFixed(0)} s, its step failing: ${tuning.error}; untuned`);
+    const { classes, labelled, fitted, error } = tuning;
+    return { ...common, classes, labelled, fitted, state: `stuck in ${tuning.phase}`, error, recomputed: recomputation(queries, before), seconds: { insert: insertSeconds, tuning: tuningSeconds } };
+  }
+  const after = await heldOutPrecision(api, queries, inserted);
+  const report = { queries: tuning.held_out.queries, precisionAt5: tuning.held_out.precision_at_5 };
+  const recomputed = recomputation(queries, before, after);
+  const same = (a: number | null, b: number | null) => (a === null ? b === null : b !== null && Math.abs(a - b) < 1e-9);
+  const agree = report.queries === recomputed.queries && same(report.precisionAt5.before, recomputed.precisionAt5.before) && same(report.precisionAt5.after, recomputed.precisionAt5.after);
+  console.log(
+    `${model.label}, ${set.name}: tuning ${tuning.state} in ${tuningSeconds.toFixed(1)} s, fitted ${tuning.fitted}, precision@5 ${percentOf(report.precisionAt5.before)} -> ${percentOf(report.precisionAt5.after)}`,
+  );
+  if (!agree) {
+    console.error(`!!! ${model.label}, ${set.name}: the tuning's report (${JSON.stringify(report)}) and /search (${JSON.stringify(recomputed.precisionAt5)} on ${queries.length} queries) DISAGREE`);
+  }
+  return {
+    ...common,
+    classes: tuning.classes,
+    labelled: tuning.labelled,
+    fitted: tuning.fitted,
+    state: tuning.state,
+    applied: tuning.applied,
+    error: tuning.error,
+    report,
+    recomputed,
+    agree,
+    seconds: { insert: insertSeconds, tuning: tuningSeconds },
+  };
+}
+
+/**
+ * The tuning once it is done or failed; or, still running, once it has been stuck (an error noted, no step since)
+ * for TUNING_STUCK_MS, `stuck` set and the application untuned, which stops it.
+ */
+type Searched = { carried: number | null; truth: number | null };
+/** heldOutPrecision's answers before and after (none: not tuned) as a run's `recomputed`. */
+const recomputation = (queries: LabelledImage[], before: Searched, after: Searched = { carried: null, truth: null }): TuningRun['recomputed'] => ({
+  queries: queries.length,
+  precisionAt5: { before: before.carried, after: after.carried },
+  byTrueLabel: { before: before.truth, after: after.truth },
+});
+
+async function waitForTuning(admin: { baseUrl: string; token: string }, appId: string): Promise<TuningAnswer & { stuck: boolean }> {
+  const deadline = Date.now() + TUNING_TIMEOUT_MS;
+  let since = { updatedAt: '', at: Date.now() };
+  for (;;) {
+    const { status, body } = await adminRequest<TuningAnswer>(admin, 'GET', `/admin/apps/${appId}/tune`);
+    if (status !== 200) throw new Error(`GET /admin/apps/${appId}/tune: HTTP ${status} ${JSON.stringify(body)}`);
+    if (body.tuning.state !== 'running') return { ...body, stuck: false };
+    if (body.tuning.updated_at !== since.updatedAt) since = { updatedAt: body.tuning.updated_at, at: Date.now() };
+    if (body.tuning.error !== null && Date.now() - since.at > TUNING_STUCK_MS) {
+      const untuned = await adminRequest(admin, 'DELETE', `/admin/apps/${appId}/tune`);
+      if (untuned.status !== 200) throw new Error(`DELETE /admin/apps/${appId}/tune: HTTP ${untuned.status} ${JSON.stringify(untuned.body)}`);
+      return { ...body, stuck: true };
+    }
+    if (Date.now() > deadline) throw new Error(`the tuning of ${appId} is still running after ${TUNING_TIMEOUT_MS / 1000} s: ${JSON.stringify(body.tuning)}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/**
+ * Each query searched with `/search?im_name=...&limit=5`: the share of the results that carry the query's label
+ * (what the tuning's report counts: an unlabelled result is a miss), and the share of its true class.
+ */
+async function heldOutPrecision(api: Api, queries: LabelledImage[], images: LabelledImage[]): Promise<Searched> {
+  const byName = new Map(images.map((image) => [image.name, image]));
+  let carried = 0;
+  let truth = 0;
+  await forEachConcurrently(queries.values(), async (query) => {
+    const { result = [] } = await api.call<Ranked>(`/search?im_name=${encodeURIComponent(query.name)}&limit=${TUNING_PRECISION_AT}`);
+    const found = result.slice(0, TUNING_PRECISION_AT).flatMap((item) => byName.get(item.im_name) ?? []);
+    carried += found.filter((image) => image.label !== undefined && image.label === query.label).length;
+    truth += found.filter((image) => image.truth === query.truth).length;
+  });
+  const share = (hits: number) => (queries.length === 0 ? null : hits / (queries.length * TUNING_PRECISION_AT));
+  return { carried: share(carried), truth: share(truth) };
+}
+
+function printTuning({ sets, labelsNeeded, disagreements }: TuningReport): void {
+  const pair = (precision: Precision | undefined) => [percentOf(precision?.before ?? null), percentOf(precision?.after ?? null)];
+  const agreement = (run: TuningRun) => (run.agree === undefined ? '-' : run.agree ? 'yes' : '**NO**');
+  // The tuning's seconds from the POST to done, else why it was refused or failed.
+  const outcome = (run: TuningRun) =>
+    run.refused ?? (run.state === 'done' ? run.seconds.tuning!.toFixed(1) : `${run.state} (gave up after ${run.seconds.tuning!.toFixed(0)} s): ${run.error}`);
+  printMarkdownTable(
+    ['tuning (apply: always)', 'model', 'images', 'classes', 'fitted', 'held-out queries', 'report before %', 'report after %', 'recomputed before %', 'recomputed after %', 'agree', 'tuning s'],
+    sets.map((run) => [
+      run.set,
+      run.modelLabel,
+      String(run.images),
+      String(run.classes ?? '-'),
+      String(run.fitted ?? '-'),
+      String(run.report?.queries ?? run.recomputed.queries),
+      ...pair(run.report?.precisionAt5),
+      ...pair(run.recomputed.precisionAt5),
+      agreement(run),
+      outcome(run),
+    ]),
+  );
+  printMarkdownTable(
+    ['labels per shape', 'model', 'fitted', 'held-out queries', 'report before %', 'report after %', 'recomputed before %', 'recomputed after %', 'agree', 'by true shape before %', 'by true shape after %', 'tuning s'],
+    labelsNeeded.map((run) => [
+      String(run.labelsPerShape),
+      run.modelLabel,
+      String(run.fitted ?? '-'),
+      String(run.report?.queries ?? run.recomputed.queries),
+      ...pair(run.report?.precisionAt5),
+      ...pair(run.recomputed.precisionAt5),
+      agreement(run),
+      ...pair(run.recomputed.byTrueLabel),
+      outcome(run),
+    ]),
+  );
+  if (disagreements.length > 0) console.log(`\n**The tuning's report and /search disagree** on: ${disagreements.join('; ')}`);
+}
+
+const percentOf = (share: number | null): string => (share === null ? '-' : percent(share));
+
+function countBy<T>(items: T[], keyOf: (item: T) => string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const item of items) counts.set(keyOf(item), (counts.get(keyOf(item)) ?? 0) + 1);
+  return counts;
 }

@@ -17,13 +17,18 @@ export const INSERT_BATCH = 100;
  * the metadata schema `fields` if given.
  */
 export async function createApplication(admin: AdminConfig, name: string, embedModel?: string, fields?: Field[]): Promise<AuthHeader> {
+  return (await createApplicationWithId(admin, name, embedModel, fields)).auth;
+}
+
+/** createApplication's application with its id, for the admin API's calls on it (`/admin/apps/{app_id}/...`). */
+export async function createApplicationWithId(admin: AdminConfig, name: string, embedModel?: string, fields?: Field[]): Promise<{ appId: string; auth: AuthHeader }> {
   const created = await adminRequest<{ app_id: string; access_key: string; secret_key: string }>(admin, 'POST', '/admin/apps', { name, embed_model: embedModel });
   if (created.status !== 201) throw new Error(`could not create the application ${name}: ${JSON.stringify(created.body)}`);
   if (fields) {
     const schema = await adminRequest(admin, 'PUT', `/admin/apps/${created.body.app_id}/schema`, { fields });
     if (schema.status !== 200) throw new Error(`could not set the schema of ${name}: ${JSON.stringify(schema.body)}`);
   }
-  return { authorization: `Basic ${Buffer.from(`${created.body.access_key}:${created.body.secret_key}`).toString('base64')}` };
+  return { appId: created.body.app_id, auth: { authorization: `Basic ${Buffer.from(`${created.body.access_key}:${created.body.secret_key}`).toString('base64')}` } };
 }
 
 /** An image's name from its file name: an im_name allows a-z A-Z 0-9 - _ . : (spec 2.1), at most 128 characters. */
