@@ -27,6 +27,8 @@ CREATE TABLE tunings (
   hits_before INTEGER NOT NULL DEFAULT 0,
   hits_after INTEGER NOT NULL DEFAULT 0,
   applied INTEGER,
+  -- Why it failed: kept through the retire pass that follows a failure, which then ends `failed`.
+  failure TEXT,
   step INTEGER NOT NULL DEFAULT 0,
   resumes INTEGER NOT NULL DEFAULT 0,
   error TEXT,

@@ -49,7 +49,7 @@ export function describeTuning(tuning: Tuning) {
       queries: tuning.queries,
       precision_at_5: { before: precision(tuning.hitsBefore, tuning.queries), after: precision(tuning.hitsAfter, tuning.queries) },
     },
-    error: tuning.error,
+    error: tuning.failure ?? tuning.error,
     started_at: tuning.startedAt,
     updated_at: tuning.updatedAt,
     finished_at: tuning.finishedAt,

@@ -28,7 +28,7 @@ import {
 } from '../storage/tunings';
 import { copyIntoTuned, deleteTunedEmbeddings, imageVectors, objectVectors, vectorMetadata } from '../storage/vectors';
 import type { VectorIndex, VectorRecord } from '../ports/vector-index/types';
-import { isHeldOut } from '../tuning/held-out';
+import { HELD_OUT_EVERY, isHeldOut } from '../tuning/held-out';
 import { addLabelledVectors, emptyStatistics, fitProjection, projectVector } from '../tuning/projection';
 import { ENDED, nextStep, type JobKind, type JobStep } from './job-step';
 import type { TuningMessage } from './message';
@@ -83,6 +83,11 @@ async function fit(env: Env, tuning: Tuning, model: string): Promise<JobStep> {
   const statistics = kept ?? emptyStatistics(embedModelIndexesOf(env, model).dimensions);
   if (images.length === 0) {
     if (statistics.classes.size < 2) throw new TuningFailed(`Fewer than 2 labels of ${tuning.labelField} had stored vectors to fit (${statistics.classes.size}).`);
+    if (![...statistics.classes.values()].some(({ count }) => count >= 2)) {
+      throw new TuningFailed(
+        `Each label of ${tuning.labelField} has at most one image to fit (one labelled image in ${HELD_OUT_EVERY} is held out, never fitted): label more images.`,
+      );
+    }
     let projection;
     try {
       projection = fitProjection(statistics);

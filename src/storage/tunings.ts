@@ -28,6 +28,8 @@ export type Tuning = JobProgress & {
   hitsAfter: number;
   /** Whether the application moved to it; null until decided. */
   applied: boolean | null;
+  /** Why it failed (kept while its vectors are retired), or null. */
+  failure: string | null;
 };
 
 type TuningRow = JobProgressRow & {
@@ -46,6 +48,7 @@ type TuningRow = JobProgressRow & {
   hits_before: number;
   hits_after: number;
   applied: number | null;
+  failure: string | null;
 };
 
 const toTuning = (row: TuningRow): Tuning => ({
@@ -64,6 +67,7 @@ const toTuning = (row: TuningRow): Tuning => ({
   hitsBefore: row.hits_before,
   hitsAfter: row.hits_after,
   applied: row.applied === null ? null : row.applied === 1,
+  failure: row.failure,
   ...jobProgressOf(row),
 });
 
@@ -113,7 +117,7 @@ export async function startTuning(
          ON CONFLICT (app_id) DO UPDATE SET
            version = tunings.version + 1, label_field = excluded.label_field, apply = excluded.apply, state = 'fitting',
            classes = excluded.classes, labelled = excluded.labelled, cursor = 0, phase_seq = 0, not_before = excluded.not_before,
-           fitted = 0, queries = 0, hits_before = 0, hits_after = 0, applied = NULL, step = tunings.step + 1, resumes = 0,
+           fitted = 0, queries = 0, hits_before = 0, hits_after = 0, applied = NULL, failure = NULL, step = tunings.step + 1, resumes = 0,
            error = NULL, started_at = excluded.started_at, updated_at = excluded.updated_at, finished_at = NULL
          WHERE tunings.state NOT IN ${UNDER_WAY_SQL}
          RETURNING *`,
@@ -225,7 +229,7 @@ export async function decideTuning(db: D1Database, tuning: Tuning, apply: boolea
 export async function failTuning(db: D1Database, appId: string, error: string): Promise<number | null> {
   const row = await db
     .prepare(
-      `UPDATE tunings SET state = 'retiring', applied = 0, error = ?2, cursor = 0, phase_seq = ${LAST_PENDING_SEQ}, step = step + 1, updated_at = ?3
+      `UPDATE tunings SET state = 'retiring', applied = 0, failure = ?2, error = NULL, cursor = 0, phase_seq = ${LAST_PENDING_SEQ}, step = step + 1, updated_at = ?3
        WHERE app_id = ?1 AND state IN ('fitting', 'projecting', 'evaluating') RETURNING step`,
     )
     .bind(appId, error, formatTimestamp())
@@ -233,12 +237,12 @@ export async function failTuning(db: D1Database, appId: string, error: string): 
   return row?.step ?? null;
 }
 
-/** Ends the retire pass: `done`, or `failed` when a failure sent it there (its error kept). */
+/** Ends the retire pass: `done`, or `failed` when a failure sent it there. */
 export async function endRetiring(db: D1Database, tuning: Pick<Tuning, 'appId' | 'step'>): Promise<void> {
   const now = formatTimestamp();
   await db
     .prepare(
-      `UPDATE tunings SET state = CASE WHEN error IS NULL THEN 'done' ELSE 'failed' END, step = step + 1, updated_at = ?2, finished_at = ?2
+      `UPDATE tunings SET state = CASE WHEN failure IS NULL THEN 'done' ELSE 'failed' END, step = step + 1, updated_at = ?2, finished_at = ?2
        WHERE app_id = ?1 AND state = 'retiring' AND step = ?3`,
     )
     .bind(tuning.appId, now, tuning.step)

@@ -281,6 +281,23 @@ describe('the decision and the job', () => {
     expect(await similar(app, images[0]!.name)).toEqual(untuned);
   });
 
+  it('a tuning that cannot be fitted (one image a label to fit, the others held out) fails at once with the reason', async () => {
+    const app = await createApp('tuned-too-few', SCHEMA);
+    const catalog = shapeCatalog(20, 11);
+    // Per shape: two held-out images and one to fit, all labelled: 3 labelled, as the minimum asks.
+    const chosen = ['circle', 'square'].flatMap((shape) => {
+      const own = catalog.filter((image) => image.shape === shape);
+      return [...own.filter((image) => isHeldOut(image.name)).slice(0, 2), own.find((image) => !isHeldOut(image.name))!];
+    });
+    expect(chosen).toHaveLength(6);
+    expect((await insertAndWait(app, labelled(chosen, 11, 20))).fail_count).toBe(0);
+    expect((await tune(app, { label_field: 'shape' })).status).toBe(202);
+    const failed = await waitForTuning(app, finished, 60_000);
+    expect(failed.tuned).toBe(false);
+    expect(failed.tuning).toMatchObject({ state: 'failed', applied: false, fitted: 2 });
+    expect(failed.tuning.error).toMatch(/Each label of shape has at most one image to fit \(one labelled image in 5 is held out, never fitted\): label more images\./);
+  });
+
   it('a tuning whose message was lost is resumed by the sweeper and finishes', async () => {
     const app = await createApp('tuned-lost', SCHEMA);
     const images = shapeCatalog(4, 17);
