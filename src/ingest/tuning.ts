@@ -9,7 +9,7 @@
  */
 import type { Env } from '../env';
 import { appCacheTtlMs } from '../storage/app-cache';
-import { getSchema } from '../storage/apps';
+import { getApp, getSchema } from '../storage/apps';
 import { embedModelIndexesOf } from '../storage/embed-models';
 import { getImagesByIds } from '../storage/images';
 import { deleteStatistics, deleteTuningBlobs, readProjection, readStatistics, writeProjection, writeStatistics } from '../storage/projections';
@@ -28,6 +28,7 @@ import {
 } from '../storage/tunings';
 import { copyIntoTuned, deleteTunedEmbeddings, imageVectors, objectVectors, vectorMetadata } from '../storage/vectors';
 import type { VectorIndex, VectorRecord } from '../ports/vector-index/types';
+import { parseTimestamp } from '../time';
 import { HELD_OUT_EVERY, isHeldOut } from '../tuning/held-out';
 import { addLabelledVectors, emptyStatistics, fitProjection, projectVector } from '../tuning/projection';
 import { ENDED, nextStep, type JobKind, type JobStep } from './job-step';
@@ -67,7 +68,7 @@ const labelled = (tuning: Tuning, image: TuningImage): image is TuningImage & { 
 
 /** Waits until `notBefore` (isolates' cached copies of the application expire) and inserts of before the phase apply. */
 async function mustWait(env: Env, tuning: Tuning): Promise<JobStep | undefined> {
-  const wait = tuning.notBefore === null ? 0 : Date.parse(tuning.notBefore.replace('+0000', 'Z')) - Date.now();
+  const wait = tuning.notBefore === null ? 0 : parseTimestamp(tuning.notBefore) - Date.now();
   if (wait > 0) return nextStep('wait', await advanceTuning(env.DB, tuning), Math.max(1, Math.ceil(wait / 1000)));
   if (await earlierInsertsPending(env.DB, tuning)) return nextStep('wait', await advanceTuning(env.DB, tuning));
   return undefined;
@@ -138,7 +139,7 @@ async function project(env: Env, tuning: Tuning, model: string): Promise<JobStep
   // one whose vectors are still missing long after is logged and left out (nothing could be projected of it).
   const unread = listed.filter((image) => images.has(image.id) && !wholes.has(String(image.id)));
   const appliedSince = Date.now() - VECTORS_VISIBLE_WITHIN_MS;
-  if (unread.some((image) => Date.parse(image.updated_at.replace('+0000', 'Z')) > appliedSince)) return nextStep('wait', await advanceTuning(env.DB, tuning));
+  if (unread.some((image) => parseTimestamp(image.updated_at) > appliedSince)) return nextStep('wait', await advanceTuning(env.DB, tuning));
   if (unread.length > 0) console.error(JSON.stringify({ event: 'tuning_vectors_missing', appId, images: unread.map((image) => image.id) }));
   const copies = [...images.values()].flatMap((image) => {
     const whole = wholes.get(String(image.id));
@@ -183,12 +184,13 @@ async function evaluate(env: Env, tuning: Tuning, model: string): Promise<JobSte
   const [projection, stored] = await Promise.all([readProjection(env.BLOBS, appId, tuning.version), readVectors(imageVectors(env, model), queries.map((image) => String(image.id)))]);
   // Deep enough that the query image and removed images (absent from D1) still leave PRECISION_AT.
   const topK = PRECISION_AT * 4;
+  const [untuned, tuned] = [imageVectors(env, model), imageVectors(env, model, true)];
   const searched = await Promise.all(
     queries.flatMap((query) => {
       const record = stored.get(String(query.id));
       if (!record) return [];
       const search = async (index: VectorIndex, vector: number[]) => firstImages(await index.query(vector, { topK, namespace: appId }), query.id);
-      return [Promise.all([search(imageVectors(env, model), record.values), search(imageVectors(env, model, true), projectVector(projection, record.values))]).then(([before, after]) => ({ query, before, after }))];
+      return [Promise.all([search(untuned, record.values), search(tuned, projectVector(projection, record.values))]).then(([before, after]) => ({ query, before, after }))];
     }),
   );
   const labels = await labelsOf(env.DB, appId, tuning.labelField, [...new Set(searched.flatMap(({ before, after }) => [...before, ...after]))]);
@@ -221,10 +223,10 @@ const PHASES = { fitting: fit, projecting: project, evaluating: evaluate, retiri
 
 /** Step `step` of an application's tuning (a queue message's work). Throws what the queue should retry. */
 export async function continueTuning(env: Env, appId: string, step: number): Promise<JobStep> {
-  const [tuning, app] = await Promise.all([getTuning(env.DB, appId), env.DB.prepare('SELECT embed_model FROM apps WHERE id = ?').bind(appId).first<{ embed_model: string }>()]);
+  const [tuning, app] = await Promise.all([getTuning(env.DB, appId), getApp(env.DB, appId)]);
   if (!tuning || !app || tuning.step !== step || !(tuning.state in PHASES)) return ENDED;
   try {
-    return await PHASES[tuning.state as keyof typeof PHASES](env, tuning, app.embed_model);
+    return await PHASES[tuning.state as keyof typeof PHASES](env, tuning, app.embedModel);
   } catch (error) {
     if (!(error instanceof TuningFailed)) throw error;
     console.error(JSON.stringify({ event: 'tuning_failed', appId, error: error.message }));

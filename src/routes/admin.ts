@@ -14,7 +14,7 @@ import { defaultEmbedModel, embedModelIndexesOf, embedModels, isEmbedModel } fro
 import { embedModelProblem } from '../ingest/reindex';
 import { inference } from '../ports/inference';
 import { InferenceUnavailableError } from '../ports/inference/types';
-import { getReindex, imagesInModel, resumeReindex, startReindex } from '../storage/reindexes';
+import { getReindex, imagesInModel, reindexUnderWay, resumeReindex, startReindex } from '../storage/reindexes';
 import { getTuning, startTuning, TUNING_UNDER_WAY, untune } from '../storage/tunings';
 import { appCacheTtlMs } from '../storage/app-cache';
 
@@ -153,7 +153,7 @@ async function resumeReindexInto(db: D1Database, app: AppRecord, toModel: string
   const under = await getReindex(db, app.id);
   const step = under?.toModel === toModel ? await resumeReindex(db, app.id) : null;
   if (step !== null) return step;
-  if (under?.state === 'embedding' || under?.state === 'retiring') {
+  if (reindexUnderWay(under)) {
     throw new ApiError(409, `A reindex into ${under.toModel} is under way (${under.state}); ask again once it is done.`);
   }
   throw invalidParameter(`embed_model: the application is on ${toModel} already.`);
@@ -183,11 +183,10 @@ const startReindexHandler: Handler<AppEnv, AppPath> = async (c) => {
 const getReindexHandler: Handler<AppEnv, AppPath> = async (c) => c.json(await describeReindex(c.env, await appOrNotFound(c.env.DB, c.req.param('app_id'))));
 
 /** An application's latest tuning as the admin API answers it; 404 when it was never tuned. */
-async function tuningAnswer(env: Env, app: AppRecord) {
-  const tuning = await getTuning(env.DB, app.id);
+async function tuningAnswer(env: Env, appId: string) {
+  const [app, tuning] = await Promise.all([appOrNotFound(env.DB, appId), getTuning(env.DB, appId)]);
   if (!tuning) throw new ApiError(404, 'The application has never been tuned.');
-  const now = await appOrNotFound(env.DB, app.id);
-  return { status: 'OK' as const, app_id: app.id, embed_model: now.embedModel, tuned: now.tuning !== null, tuning: describeTuning(tuning) };
+  return { status: 'OK' as const, app_id: app.id, embed_model: app.embedModel, tuned: app.tuning !== null, tuning: describeTuning(tuning) };
 }
 
 /**
@@ -199,7 +198,7 @@ const startTuningHandler: Handler<AppEnv, AppPath> = async (c) => {
   const { label_field: labelField, apply = 'better' } = await readJson(c, tuneBody);
   if (!embedModelIndexesOf(c.env, app.embedModel).tuned) throw invalidParameter(`The application's model ${app.embedModel} has no tuned indexes in EMBED_MODELS.`);
   const reindex = await getReindex(c.env.DB, app.id);
-  if (reindex?.state === 'embedding' || reindex?.state === 'retiring') throw new ApiError(409, `A reindex into ${reindex.toModel} is under way (${reindex.state}); tune once it is done.`);
+  if (reindexUnderWay(reindex)) throw new ApiError(409, `A reindex into ${reindex.toModel} is under way (${reindex.state}); tune once it is done.`);
   const running = await getTuning(c.env.DB, app.id);
   if (running && TUNING_UNDER_WAY.includes(running.state)) throw new ApiError(409, `A tuning on ${running.labelField} is under way (${running.state}); ask again once it is done.`);
   const fit = await tuningClasses(c.env.DB, app.id, await getSchema(c.env.DB, app.id), labelField);
@@ -207,10 +206,10 @@ const startTuningHandler: Handler<AppEnv, AppPath> = async (c) => {
   const started = await startTuning(c.env.DB, app.id, { labelField, apply, ...fit }, appCacheTtlMs(c.env));
   if (!started) throw new ApiError(409, 'A reindex or another tuning of the application began meanwhile; ask again once it is done.');
   await sendJobMessage(c.env.INSERT_QUEUE, { tuning: app.id, step: started.step });
-  return c.json(await tuningAnswer(c.env, app), 202);
+  return c.json(await tuningAnswer(c.env, app.id), 202);
 };
 
-const getTuningHandler: Handler<AppEnv, AppPath> = async (c) => c.json(await tuningAnswer(c.env, await appOrNotFound(c.env.DB, c.req.param('app_id'))));
+const getTuningHandler: Handler<AppEnv, AppPath> = async (c) => c.json(await tuningAnswer(c.env, c.req.param('app_id')));
 
 /** Back to the untuned vectors at once (a tuning under way stops); the tuning's vectors are deleted after. */
 const untuneHandler: Handler<AppEnv, AppPath> = async (c) => {
@@ -218,7 +217,7 @@ const untuneHandler: Handler<AppEnv, AppPath> = async (c) => {
   const step = await untune(c.env.DB, app.id, appCacheTtlMs(c.env));
   if (step === null) throw new ApiError(409, 'The application is not tuned, and no tuning of it is under way.');
   await sendJobMessage(c.env.INSERT_QUEUE, { tuning: app.id, step });
-  return c.json(await tuningAnswer(c.env, app));
+  return c.json(await tuningAnswer(c.env, app.id));
 };
 
 const JSON_BODY = ['application/json'];

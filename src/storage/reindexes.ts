@@ -42,6 +42,9 @@ const toReindex = (row: ReindexRow): Reindex => ({
   ...jobProgressOf(row),
 });
 
+/** Whether a reindex is under way (embedding or retiring): another job of the application waits for it. */
+export const reindexUnderWay = (reindex: Reindex | null): reindex is Reindex => reindex?.state === 'embedding' || reindex?.state === 'retiring';
+
 export async function getReindex(db: D1Database, appId: string): Promise<Reindex | null> {
   const row = await db.prepare('SELECT * FROM reindexes WHERE app_id = ?').bind(appId).first<ReindexRow>();
   return row ? toReindex(row) : null;
