@@ -15,6 +15,11 @@ export interface Env extends WranglerEnv {
    */
   D1_SIMULATED_PRIMARY_MS?: string;
   D1_SIMULATED_REPLICA_MS?: string;
+  /**
+   * Vectors one index holds before placement counts it full (storage/placement.ts); unset: Vectorize's 10 million.
+   * Only a local stack sets it, to watch a refusal without filling an index.
+   */
+  VECTOR_INDEX_CAPACITY?: string;
 }
 
 export type AppEnv = { Bindings: Env };

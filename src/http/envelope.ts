@@ -7,7 +7,7 @@ export type Status = 'OK' | 'warning' | 'fail';
  * official clients read only 200 answers); the admin API and the console's image endpoint, which no official client
  * calls, answer these.
  */
-type HttpErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 429 | 500 | 503;
+type HttpErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 429 | 500 | 503 | 507;
 
 /** Numbered data errors are objects; every other message (general, search, parameters) is a plain string (docs/api.md, Messages). */
 export type DataErrorEntry = { index?: number; im_name?: string; error_code: number; error_message: string };

@@ -202,6 +202,14 @@ const adminApp = {
   embed_model: z.string().meta({ description: "The embedding model the application's vectors belong to." }),
   product_types: productTypes,
   tuning: z.int().nullable().meta({ description: 'The version of the tuning its searches use (`POST /admin/apps/{app_id}/tune`); null: untuned.' }),
+  placement: z
+    .object({
+      database: z.string().meta({ description: 'The D1 binding its catalog is in.' }),
+      indexes: z.record(z.string(), z.array(z.string())).meta({
+        description: "Per index group (named by its first index), the index of each shard; empty: made before placement, in each group's first.",
+      }),
+    })
+    .meta({ description: 'Where the application lives (docs/decisions.md, "Placement").' }),
 };
 const schemaFields = z.object({
   fields: z.array(z.object({ name: z.string(), type: z.enum(FIELD_TYPES), searchable: z.boolean() })),
@@ -214,6 +222,11 @@ export const createdAppResponse = z.object({
   access_key: z.string(),
   secret_key: z.string().meta({ description: 'Shown only here: it is stored hashed.' }),
   app_key: z.string().meta({ description: 'For browser and mobile clients: shown only here.' }),
+});
+export const placementResponse = z.object({
+  status: succeeded,
+  databases: z.array(z.object({ name: z.string(), applications: z.int(), images: z.int(), bytes: z.int() })),
+  indexes: z.array(z.object({ name: z.string(), model: z.string().nullable(), vectors: z.int(), namespaces: z.int() })),
 });
 export const appResponse = z.object({ status: succeeded, ...adminApp, schema: schemaFields });
 export const appSettingsResponse = z.object({ status: succeeded, ...adminApp });

@@ -17,6 +17,8 @@ import { InferenceUnavailableError } from '../ports/inference/types';
 import { getReindex, imagesInModel, reindexUnderWay, resumeReindex, startReindex } from '../storage/reindexes';
 import { getTuning, startTuning, TUNING_UNDER_WAY, untune } from '../storage/tunings';
 import { appCacheTtlMs } from '../storage/app-cache';
+import { groupsOf, indexFills, placeApplication, placeGroups, PlacementRefused } from '../storage/placement';
+import { CONTROL_DATABASE, databaseFills } from '../storage/databases';
 
 const describe = (app: AppRecord) => ({
   app_id: app.id,
@@ -31,7 +33,15 @@ const describe = (app: AppRecord) => ({
   embed_model: app.embedModel,
   product_types: app.productTypes,
   tuning: app.tuning,
+  placement: { database: CONTROL_DATABASE, indexes: app.placement ?? {} },
 });
+
+/** A placement that finds every index of a group full answers 507, naming the setting to add one to. */
+const placing = <T>(placement: Promise<T>): Promise<T> =>
+  placement.catch((error: unknown) => {
+    if (error instanceof PlacementRefused) throw new ApiError(507, error.message);
+    throw error;
+  });
 
 async function readJson<T>(c: Context<AppEnv>, schema: z.ZodType<T>): Promise<T> {
   const body: unknown = await c.req.json().catch(() => {
@@ -50,7 +60,8 @@ const createAppHandler: Handler<AppEnv> = async (c) => {
   requireEmbedModel(c.env, embedModel);
   // The secret key and the app key are answered this once: only their digests are kept.
   const { credentials, stored } = await newAppKeys(name);
-  await createApp(c.env.DB, stored, embedModel);
+  const placement = await placing(placeGroups(c.env, {}, groupsOf(c.env, embedModel), 0));
+  await createApp(c.env.DB, stored, embedModel, placement);
   return c.json({ status: 'OK', ...credentials, name }, 201);
 };
 
@@ -173,6 +184,7 @@ const startReindexHandler: Handler<AppEnv, AppPath> = async (c) => {
   }
   const problem = await whenAvailable(embedModelProblem(c.env, toModel));
   if (problem) throw invalidParameter(`embed_model: ${problem}`);
+  await placing(placeApplication(c.env, app.id, groupsOf(c.env, toModel)));
   const started = await startReindex(c.env.DB, app.id, toModel);
   // Not begun: one into this model under way goes on with a new chain of steps (the old one stops); else refused.
   const step = started?.step ?? (await resumeReindexInto(c.env.DB, app, toModel));
@@ -220,6 +232,12 @@ const untuneHandler: Handler<AppEnv, AppPath> = async (c) => {
   return c.json(await tuningAnswer(c.env, app.id));
 };
 
+/** The operator's capacity view: every database and index with what it holds (docs/scale.md). */
+const placementHandler: Handler<AppEnv> = async (c) => {
+  const [databases, indexes] = await Promise.all([databaseFills(c.env), indexFills(c.env)]);
+  return c.json({ status: 'OK', databases, indexes });
+};
+
 const JSON_BODY = ['application/json'];
 /** The original service's "dashboard", as an HTTP API (docs/decisions.md): its failures answer with their HTTP status. */
 const adminAccess = { tag: 'Admin', auth: 'admin', endpoint: 'admin' } satisfies Partial<RouteDeclaration>;
@@ -234,9 +252,24 @@ export const adminRoutes = [
       summary: 'Create an application',
       body: { media: JSON_BODY, schema: createAppBody },
       success: { status: 201, schema: responses.createdAppResponse, description: 'The new application and its keys.' },
-      failure: httpErrors(),
+      failure: httpErrors(507),
     },
     createAppHandler,
+  ),
+  route(
+    {
+      ...adminAccess,
+      method: 'get',
+      path: '/admin/placement',
+      operationId: 'getPlacement',
+      summary: 'Every database and vector index, with what it holds',
+      description:
+        'The capacity view (docs/scale.md): each D1 database with its applications, images and bytes; each index with ' +
+        'its model (null: the colour indexes), its vectors, and its namespaces (one a shard placed on it).',
+      success: { status: 200, schema: responses.placementResponse, description: 'Databases and indexes.' },
+      failure: httpErrors(),
+    },
+    placementHandler,
   ),
   route(
     {
@@ -298,7 +331,7 @@ export const adminRoutes = [
       pathParams: APP_PATH,
       body: { media: JSON_BODY, schema: reindexBody },
       success: { status: 202, schema: responses.reindexResponse, description: 'The reindex and its progress.' },
-      failure: httpErrors(404, 409, 503),
+      failure: httpErrors(404, 409, 503, 507),
     },
     startReindexHandler,
   ),

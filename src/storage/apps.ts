@@ -1,6 +1,7 @@
 import type { DetectVocabulary, VocabularyType } from '@edge-image-search/contract/wire';
 import { formatTimestamp } from '../time';
 import { APP_CACHE_ENTRIES, AppCache, appCacheTtlMs } from './app-cache';
+import type { Placement } from './placement';
 import { forgetNumbers, NUMBER_TAKEN, takeNumber } from './sequence';
 import { isCarriedByVectors } from './vector-metadata';
 
@@ -36,6 +37,8 @@ export type AppRecord = {
    * projected by it and search its model's tuned indexes; null: untuned.
    */
   tuning: number | null;
+  /** Where its shards live (storage/placement.ts); null: made before placement, in each group's first index. */
+  placement: Placement | null;
 };
 /** What is stored of a new application's keys: the secret key and the app key only as digests (auth/keys.ts). */
 export type NewApp = { id: string; name: string; accessKey: string; secretKeyHash: string; appKeyHash: string };
@@ -54,6 +57,7 @@ type AppRow = {
   embed_model: string;
   product_types: string | null;
   tuning: number | null;
+  placement: string | null;
 };
 
 const toRecord = (row: AppRow): AppRecord => ({
@@ -71,6 +75,7 @@ const toRecord = (row: AppRow): AppRecord => ({
   embedModel: row.embed_model,
   productTypes: productTypesOf(row.product_types),
   tuning: row.tuning,
+  placement: row.placement === null ? null : (JSON.parse(row.placement) as Placement),
 });
 
 /** The `product_types` column as stored (JSON, written by setProductTypes); null: the service's defaults. */
@@ -87,13 +92,13 @@ export async function setProductTypes(db: D1Database, appId: string, types: Voca
   forgetApp(appId);
 }
 
-/** A new application, on `embedModel`. */
-export async function createApp(db: D1Database, app: NewApp, embedModel: string): Promise<void> {
+/** A new application, on `embedModel`, its shards where `placement` says. */
+export async function createApp(db: D1Database, app: NewApp, embedModel: string, placement: Placement): Promise<void> {
   await db
     .prepare(
-      'INSERT INTO apps (id, name, access_key, secret_key_hash, app_key_hash, embed_model, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO apps (id, name, access_key, secret_key_hash, app_key_hash, embed_model, placement, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     )
-    .bind(app.id, app.name, app.accessKey, app.secretKeyHash, app.appKeyHash, embedModel, formatTimestamp())
+    .bind(app.id, app.name, app.accessKey, app.secretKeyHash, app.appKeyHash, embedModel, JSON.stringify(placement), formatTimestamp())
     .run();
 }
 

@@ -107,6 +107,7 @@ export class RoundTripMeter {
       query: (vector, query) => this.count('vector-index', () => index.query(vector, query)),
       getByIds: (ids) => this.count('vector-index', () => index.getByIds(ids)),
       deleteByIds: (ids) => this.count('vector-index', () => index.deleteByIds(ids)),
+      countVectors: () => this.count('vector-index', () => index.countVectors()),
     };
   }
 

@@ -2,7 +2,8 @@ import { paletteVector } from '../colors/palette-vector';
 import type { Env } from '../env';
 import type { DetectedObject, PaletteColor } from '../ports/inference/types';
 import { vectorIndex } from '../ports/vector-index';
-import { embedModels, vectorIndexNames } from './embed-models';
+import { colorIndexes, embedModels, vectorIndexNames } from './embed-models';
+import { shardPlacement } from './placement';
 import { metadataBytes } from '../ports/vector-index/limits';
 import { VECTORIZE_LIMITS } from '../vectorize-limits';
 import type { VectorIndex, VectorMetadata, VectorRecord } from '../ports/vector-index/types';
@@ -15,14 +16,15 @@ import { isCarriedByVectors, OBJECT_TYPE_KEY, vectorMetadataKey } from './vector
  * image's D1 id) and one vector per detected object in the object index (id `<image id>.<k>`, metadata `type`),
  * all in the application's namespace. Each embedding model has an image and an object index of its own
  * (storage/embed-models.ts): an application searches those of its model, and a reindex fills another's. The colour
- * index, one for every model, holds palette vectors under the same ids: the image's and each object's.
+ * indexes, one group for every model, hold palette vectors under the same ids: the image's and each object's. Each is
+ * a group of indexes over which an application's shards are placed (storage/placement.ts).
  */
-const COLOR_INDEX = 'colors';
+const placedGroup = (env: Env, group: readonly string[]): VectorIndex => vectorIndex(env, group, (appId) => shardPlacement(env, appId, group));
 
 /** A model's whole-image index: its own, or (`tuned`) that of its tuned applications' projected vectors. */
-export const imageVectors = (env: Env, model: string, tuned = false): VectorIndex => vectorIndex(env, vectorIndexNames(env, model, tuned).images);
-export const objectVectors = (env: Env, model: string, tuned = false): VectorIndex => vectorIndex(env, vectorIndexNames(env, model, tuned).objects);
-export const colorVectors = (env: Env): VectorIndex => vectorIndex(env, COLOR_INDEX);
+export const imageVectors = (env: Env, model: string, tuned = false): VectorIndex => placedGroup(env, vectorIndexNames(env, model, tuned).images);
+export const objectVectors = (env: Env, model: string, tuned = false): VectorIndex => placedGroup(env, vectorIndexNames(env, model, tuned).objects);
+export const colorVectors = (env: Env): VectorIndex => placedGroup(env, colorIndexes(env));
 
 const objectVectorIds = (imageId: number, from: number, to: number): string[] =>
   Array.from({ length: Math.max(0, to - from) }, (_, k) => `${imageId}.${from + k}`);

@@ -2,6 +2,7 @@ import { matchesFilter } from '../../src/ports/vector-index/filter';
 import { checkQuery, checkRecords, VectorLimitError } from '../../src/ports/vector-index/limits';
 import type { VectorFilter, VectorMetadata } from '../../src/ports/vector-index/types';
 import type { VectorizeBinding } from '../../src/ports/vector-index/vectorize';
+import { VECTORIZE_INDEX_CAPACITY } from '../../src/placement/shards';
 
 type Stored = { id: string; values: number[]; namespace: string | undefined; metadata: VectorMetadata | undefined };
 type Mutation = { visibleAt: number; apply(store: Map<string, Stored>): void };
@@ -11,7 +12,8 @@ type Mutation = { visibleAt: number; apply(store: Map<string, Stored>): void };
  * does where our code depends on it: writes become visible only after `delayMs`; topK is capped at 100 (20 with
  * values or metadata); filters are AND-only objects of the documented operators, at most 2 KB, and match only
  * fields with a metadata index (at most 10), like vectors written before their index existed; getByIds takes at
- * most 20 ids; cosine scores.
+ * most 20 ids; cosine scores; an index holds at most 10 million vectors in at most 50,000 namespaces, and describe()
+ * counts the vectors applied.
  */
 export class FakeVectorize implements VectorizeBinding {
   readonly #store = new Map<string, Stored>();
@@ -42,7 +44,17 @@ export class FakeVectorize implements VectorizeBinding {
     this.calls.upsert++;
     const records = vectors.map((vector) => ({ id: vector.id, values: [...vector.values], namespace: vector.namespace, metadata: vector.metadata as VectorMetadata | undefined }));
     checkRecords(records.map(({ namespace, metadata, ...rest }) => ({ ...rest, ...(namespace ? { namespace } : {}), ...(metadata ? { metadata } : {}) })), this.#dimensions);
+    this.#settle();
+    const namespaces = new Set([...this.#store.values()].map((stored) => stored.namespace));
+    records.forEach((record) => namespaces.add(record.namespace));
+    if (namespaces.size > VECTORIZE_INDEX_CAPACITY.namespaces) throw new VectorLimitError(`an index holds at most ${VECTORIZE_INDEX_CAPACITY.namespaces} namespaces`);
+    if (this.#store.size + records.length > VECTORIZE_INDEX_CAPACITY.vectors) throw new VectorLimitError(`an index holds at most ${VECTORIZE_INDEX_CAPACITY.vectors} vectors`);
     return this.#mutate((store) => records.forEach((record) => store.set(record.id, record)));
+  }
+
+  async describe(): Promise<VectorizeIndexInfo> {
+    this.#settle();
+    return { vectorCount: this.#store.size, dimensions: this.#dimensions, processedUpToDatetime: Date.now(), processedUpToMutation: 0 };
   }
 
   deleteByIds(ids: string[]): Promise<VectorizeAsyncMutation> {

@@ -46,7 +46,7 @@ describe('the round-trip meter (storage/d1-meter.ts)', () => {
     await primaryDatabase(copy).prepare('SELECT 1').first();
     expect(counts(meter)).toMatchObject({ 'd1-primary': 1, 'd1-replica': 0 });
     expect(primaryDatabase(env)).toBe(env.DB);
-    const index: VectorIndex = { maxTopK: 100, upsert: async () => {}, query: async () => [], getByIds: async () => [], deleteByIds: async () => {} };
+    const index: VectorIndex = { maxTopK: 100, upsert: async () => {}, query: async () => [], getByIds: async () => [], deleteByIds: async () => {}, countVectors: async () => 0 };
     const metered = meter.vectorIndex(index);
     expect(metered.maxTopK).toBe(100);
     await Promise.all([metered.query([1], { topK: 1 }), metered.getByIds(['1'])]);

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { localVectorIndex } from '../../src/ports/vector-index/local';
-import { shardedIndex } from '../../src/ports/vector-index/sharded';
+import { shardedIndex, shardOf } from '../../src/ports/vector-index/sharded';
 
 /** A seeded generator, so a failure can be replayed. */
 function random(seed: number): () => number {
@@ -25,7 +25,7 @@ describe('sharded index: 1000-deep results under a topK cap of 100', () => {
       return values.map((value) => value / norm);
     };
     const vectors = Array.from({ length: COUNT }, (_, i) => ({ id: `v${i}`, values: unit() }));
-    const index = shardedIndex(localVectorIndex(env.LOCAL_VECTOR_INDEX, `sharded-${Date.now()}`), SHARDS);
+    const index = shardedIndex(new Map([['one', localVectorIndex(env.LOCAL_VECTOR_INDEX, `sharded-${Date.now()}`)]]), SHARDS);
     expect(index.maxTopK).toBe(1600);
     for (let start = 0; start < COUNT; start += 1000) {
       await index.upsert(vectors.slice(start, start + 1000).map((vector) => ({ ...vector, namespace: 'app' })));
@@ -52,10 +52,36 @@ describe('sharded index: 1000-deep results under a topK cap of 100', () => {
   });
 
   it('reads back records under their own namespace and deletes across shards', async () => {
-    const index = shardedIndex(localVectorIndex(env.LOCAL_VECTOR_INDEX, `sharded-ids-${Date.now()}`), SHARDS);
+    const index = shardedIndex(new Map([['one', localVectorIndex(env.LOCAL_VECTOR_INDEX, `sharded-ids-${Date.now()}`)]]), SHARDS);
     await index.upsert(['a', 'b', 'c'].map((id, i) => ({ id, values: [1, i], namespace: 'app' })));
     expect((await index.getByIds(['a', 'b', 'c'])).map((record) => record.namespace)).toEqual(['app', 'app', 'app']);
     await index.deleteByIds(['a', 'c']);
     expect((await index.query([1, 0], { topK: 10, namespace: 'app' })).map((match) => match.id)).toEqual(['b']);
+  });
+
+  it("answers exactly as one index does with an application's shards placed over two, each holding only its own", async () => {
+    const stamp = Date.now();
+    const [a, b, single] = ['a', 'b', 'single'].map((name) => localVectorIndex(env.LOCAL_VECTOR_INDEX, `placed-${name}-${stamp}`));
+    const placement = Array.from({ length: SHARDS }, (_, shard) => (shard % 3 === 0 ? 'b' : 'a'));
+    const placed = shardedIndex(new Map([['a', a!], ['b', b!]]), SHARDS, async (namespace) => (namespace === 'app' ? placement : null));
+    const one = shardedIndex(new Map([['single', single!]]), SHARDS);
+    const next = random(7);
+    const vectors = Array.from({ length: 600 }, (_, i) => ({ id: `${i}`, values: Array.from({ length: DIMENSIONS }, () => next() - 0.5), namespace: 'app', metadata: { even: i % 2 === 0 } }));
+    await Promise.all([placed.upsert(vectors), one.upsert(vectors)]);
+    // An application made before placement (null) is all in the group's first index.
+    await placed.upsert([{ id: 'legacy', values: vectors[0]!.values, namespace: 'old-app' }]);
+
+    expect((await a!.countVectors()) + (await b!.countVectors())).toBe(601);
+    expect(await b!.getByIds(vectors.filter((vector) => placement[shardOf(vector.id, SHARDS)] === 'a').map((vector) => vector.id))).toEqual([]);
+    expect(await a!.getByIds(['legacy'])).toHaveLength(1);
+    for (const filter of [undefined, { even: true }]) {
+      const probe = Array.from({ length: DIMENSIONS }, () => next() - 0.5);
+      const query = { topK: 500, namespace: 'app', ...(filter ? { filter } : {}) };
+      expect(await placed.query(probe, query)).toEqual(await one.query(probe, query));
+    }
+    const read = await placed.getByIds(['1', '2', 'legacy']);
+    expect(Object.fromEntries(read.map((record) => [record.id, record.namespace]))).toEqual({ 1: 'app', 2: 'app', legacy: 'old-app' });
+    await placed.deleteByIds(vectors.map((vector) => vector.id));
+    expect(await placed.countVectors()).toBe(1);
   });
 });

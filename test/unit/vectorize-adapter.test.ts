@@ -51,7 +51,7 @@ describe('Vectorize adapter, against an in-test fake with Vectorize limits', () 
 
   it('reaches 1000-deep exact results through the shards', async () => {
     const fake = new FakeVectorize({ dimensions: 8, delayMs: 0 });
-    const index = shardedIndex(vectorizeIndex(fake, fastClock), 16);
+    const index = shardedIndex(new Map([['fake', vectorizeIndex(fake, fastClock)]]), 16);
     let seed = 7;
     const next = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32) - 0.5;
     const vectors = Array.from({ length: 2000 }, (_, i) => ({ id: `v${i}`, values: unit(...Array.from({ length: 8 }, next)), namespace: 'app' }));

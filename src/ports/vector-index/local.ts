@@ -287,6 +287,11 @@ export class LocalVectorIndex extends DurableObject<Env> {
     });
   }
 
+  countVectors(): number {
+    this.#loaded();
+    return this.#where.size;
+  }
+
   deleteByIds(ids: string[]): void {
     for (const id of ids) {
       this.ctx.storage.sql.exec('DELETE FROM vectors WHERE id = ?', id);
@@ -326,5 +331,6 @@ export function localVectorIndex(namespace: DurableObjectNamespace<LocalVectorIn
     deleteByIds: async (ids) => {
       await stub.deleteByIds(ids);
     },
+    countVectors: async () => stub.countVectors(),
   };
 }

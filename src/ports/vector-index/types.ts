@@ -36,4 +36,6 @@ export interface VectorIndex {
   query(vector: number[], query: VectorQuery): Promise<VectorMatch[]>;
   getByIds(ids: string[]): Promise<VectorRecord[]>;
   deleteByIds(ids: string[]): Promise<void>;
+  /** The vectors the index holds, in every namespace (Vectorize's describe()): placement counts by it. */
+  countVectors(): Promise<number>;
 }

@@ -2,7 +2,7 @@ import { VECTORIZE_LIMITS } from '../../vectorize-limits';
 import type { MetadataValue, VectorIndex, VectorMatch, VectorMetadata, VectorRecord } from './types';
 
 /** The part of the Vectorize binding the adapter uses (workers-types' `Vectorize`). */
-export type VectorizeBinding = Pick<Vectorize, 'query' | 'upsert' | 'getByIds' | 'deleteByIds'>;
+export type VectorizeBinding = Pick<Vectorize, 'query' | 'upsert' | 'getByIds' | 'deleteByIds' | 'describe'>;
 
 /** How long a write may take to become visible before the adapter gives up waiting, and how often it looks. */
 const VISIBILITY = { timeoutMs: 30_000, pollMs: 500 } as const;
@@ -66,5 +66,6 @@ export function vectorizeIndex(binding: VectorizeBinding, clock: { sleep(ms: num
       for (const batch of chunks(ids, VECTORIZE_LIMITS.maxUpsertBatch)) await binding.deleteByIds(batch);
       await waitUntil(ids, false);
     },
+    countVectors: async () => (await binding.describe()).vectorCount,
   };
 }
