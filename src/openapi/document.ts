@@ -42,6 +42,7 @@ const ERROR_STATUSES: Record<number, string> = {
   429: `"${GENERAL.busy}": past the application's calls a minute, with \`Retry-After\` at the next minute.`,
   500: `"${GENERAL.systemError}"`,
   503: 'The inference service is unavailable (loading its models, or down): the message says why; ask again.',
+  507: 'Every index of a group is full: the message names the setting to add an index to (docs/scale.md).',
 };
 
 /** What an API endpoint's 200 may carry instead of its result (docs/decisions.md). */
