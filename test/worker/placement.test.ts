@@ -84,7 +84,7 @@ describe('placement over two indexes a group', () => {
   it('answers /search, /uploadsearch and /colorsearch exactly as the same catalog on one index, with fq, facets and depth 1000', async () => {
     const queries = [
       `/search?im_name=${CATALOG[0]!.im_name}&limit=1000&score=true&fl=brand,price&facets=brand&facets_limit=10`,
-      `/search?im_name=${CATALOG[5]!.im_name}&limit=1000&score=true&fq=brand:acme&fq=price:10-30&facets=brand`,
+      `/search?im_name=${CATALOG[5]!.im_name}&limit=1000&score=true&fq=brand:acme&fq=price:10,30&facets=brand`,
       '/colorsearch?color=ff0000&limit=1000&score=true&fl=brand&facets=brand',
       '/colorsearch?color=00ff00:60&color=0000ff:40&limit=1000&score=true&fq=brand:globex',
     ];
