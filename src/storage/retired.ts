@@ -23,10 +23,26 @@ export const retireUnlessLive = (db: D1Database, version: { id: number; appId: s
 
 /** Retired versions deleted per call; a larger backlog is taken by the next calls and the cron sweeper. */
 const RETIRED_PER_RUN = 100;
-/** Deletions tried per call at most, splits included: a batch with a few records at fault costs a few tries each. */
+/** Deletions the sweeper tries per call at most, splits included: each version at fault in a batch costs about 14. */
 const TRIES_PER_RUN = 32;
 
 type Retired = { image_id: number; object_count: number; blob_key: string; failures: number };
+
+/**
+ * Retired versions due at `now` (the application's, or every one's), oldest first: those never tried in vain before
+ * those whose wait is over. One whose vectors an update may still write is left (storage/stale-vectors.ts).
+ */
+async function dueRetired(db: D1Database, now: Date, appId?: string): Promise<Retired[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT image_id, object_count, blob_key, failures FROM retired_versions r
+       WHERE r.retry_at <= ? AND NOT EXISTS (SELECT 1 FROM stale_vector_metadata WHERE image_id = r.image_id) ${appId === undefined ? '' : 'AND r.app_id = ?'}
+       ORDER BY r.retry_at, r.retired_at LIMIT ${RETIRED_PER_RUN}`,
+    )
+    .bind(formatTimestamp(now), ...(appId === undefined ? [] : [appId]))
+    .all<Retired>();
+  return results;
+}
 
 /** Deletes the vectors, then the bytes, then the records of `versions`: every step may be repeated. */
 async function deleteLeftovers(env: Env, versions: Retired[]): Promise<void> {
@@ -38,21 +54,12 @@ async function deleteLeftovers(env: Env, versions: Retired[]): Promise<void> {
 }
 
 /**
- * Deletes what retired image versions left (migrations/0008: replaced, removed, superseded or failed versions): their
- * vectors, then their bytes, then the record, for the records due at `now`, oldest first. A batch that fails is split
- * in halves, each tried on its own, so that a version whose deletion fails is found in a few tries and waits
- * (storage/back-off.ts) while the others of its batch go; what the tries left is taken by the next call. The consumer
- * and `/remove` call this after they retire a version, the cron sweeper for the rest. A version whose vectors a
- * metadata update may be writing is left until it is done (storage/stale-vectors.ts).
+ * The cron sweeper's deletion of what retired image versions left (migrations/0008: replaced, removed, superseded or
+ * failed versions): their vectors, then their bytes, then the record, for a batch of the versions due at `now`. A
+ * batch that fails is split in halves, each tried on its own, so that a version whose deletion fails is found in a
+ * few tries and waits (storage/back-off.ts) while the others of its batch go; what the tries left is taken next time.
  */
-export async function deleteRetiredVersions(env: Env, now: Date, appId?: string): Promise<{ deleted: number; failed: number }> {
-  const { results } = await env.DB.prepare(
-    `SELECT image_id, object_count, blob_key, failures FROM retired_versions r
-     WHERE r.retry_at <= ? AND NOT EXISTS (SELECT 1 FROM stale_vector_metadata WHERE image_id = r.image_id) ${appId === undefined ? '' : 'AND r.app_id = ?'}
-     ORDER BY r.retry_at, r.retired_at LIMIT ${RETIRED_PER_RUN}`,
-  )
-    .bind(formatTimestamp(now), ...(appId === undefined ? [] : [appId]))
-    .all<Retired>();
+export async function deleteRetiredVersions(env: Env, now: Date): Promise<{ deleted: number; failed: number }> {
   const done = { deleted: 0, failed: 0, tries: 0 };
   const attempt = async (versions: Retired[]): Promise<void> => {
     if (versions.length === 0 || done.tries++ >= TRIES_PER_RUN) return;
@@ -75,14 +82,19 @@ export async function deleteRetiredVersions(env: Env, now: Date, appId?: string)
       done.failed++;
     }
   };
-  await attempt(results);
+  await attempt(await dueRetired(env.DB, now));
   return { deleted: done.deleted, failed: done.failed };
 }
 
-/** After a version was retired: its leftovers are deleted now if they can be, else by the cron sweeper. */
+/**
+ * After a version was retired (the consumer, `/remove`): one try of the application's due versions now. A failure is
+ * left to the sweeper and not counted against the versions' back-off, so that a removed image's vectors still go at
+ * the next sweep (docs/deploy.md).
+ */
 export async function deleteRetiredSoon(env: Env, appId: string): Promise<void> {
   try {
-    await deleteRetiredVersions(env, new Date(), appId);
+    const due = await dueRetired(env.DB, new Date(), appId);
+    if (due.length > 0) await deleteLeftovers(env, due);
   } catch (error) {
     console.error(JSON.stringify({ event: 'retired_delete_failed', appId, error: String(error) }));
   }
