@@ -24,7 +24,7 @@ export const STALL_MINUTES = 30;
 export const MAX_SWEEPS = 3;
 /** Items looked at per run; a larger backlog is taken over the next runs. */
 const ITEMS_PER_RUN = 1000;
-/** Batches of retired versions deleted per run, at most; a larger backlog waits for the next run. */
+/** Batches of retired versions deleted per run, at most (100 each, storage/retired.ts); a larger backlog waits for the next run. */
 const RETIRED_RUNS = 20;
 /** Versions whose vectors are rewritten per run, at most. */
 const STALE_PER_RUN = 100;
@@ -96,8 +96,14 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
     );
   }
   // After the rewrites: a retired version's vectors are deleted once no rewrite may bring them back.
-  let retired = 0;
-  for (let run = 0, deleted = 1; run < RETIRED_RUNS && deleted > 0; run++) retired += deleted = await deleteRetiredVersions(env);
+  const retired = { deleted: 0, failed: 0 };
+  for (let run = 0; run < RETIRED_RUNS; run++) {
+    const batch = await deleteRetiredVersions(env, now);
+    retired.deleted += batch.deleted;
+    retired.failed += batch.failed;
+    // A failure ends this run's deletions: the rest of its batch went, the failed versions wait, the next run goes on.
+    if (batch.deleted === 0 || batch.failed > 0) break;
+  }
   await deleteSettledStaged(env);
   const orphanedStaged = await deleteOrphanedStaged(env, now);
   const queryImages = await deleteExpiredQueryImages(env.DB, env.BLOBS, now);
@@ -106,7 +112,7 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
   const transactions = await deleteFinishedTransactions(env.DB, kept, TRANSACTIONS_PER_RUN);
   // One line a run, what it did.
   console.log(
-    JSON.stringify({ event: 'sweep', resent: resend.length, failed: exhausted.length, staleRewritten: stale.rewritten, staleFailed: stale.failed, retired, orphanedStaged, queryImages, transactions }),
+    JSON.stringify({ event: 'sweep', resent: resend.length, failed: exhausted.length, staleRewritten: stale.rewritten, staleFailed: stale.failed, retired: retired.deleted, retiredFailed: retired.failed, orphanedStaged, queryImages, transactions }),
   );
   return { resent: resend.length, failed: exhausted.length };
 }

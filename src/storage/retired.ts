@@ -1,5 +1,6 @@
 import type { Env } from '../env';
 import { formatTimestamp } from '../time';
+import { retryAt } from './back-off';
 import { deleteBlobs } from './blobs';
 import { deleteImageVectors } from './vectors';
 
@@ -22,34 +23,78 @@ export const retireUnlessLive = (db: D1Database, version: { id: number; appId: s
 
 /** Retired versions deleted per call; a larger backlog is taken by the next calls and the cron sweeper. */
 const RETIRED_PER_RUN = 100;
+/** Deletions the sweeper tries per call at most, splits included: each version at fault in a batch costs about 14. */
+const TRIES_PER_RUN = 32;
+
+type Retired = { image_id: number; object_count: number; blob_key: string; failures: number };
 
 /**
- * Deletes what retired image versions left (migrations/0008: replaced, removed, superseded or failed versions): their
- * vectors, then their bytes, then the record. Every step may be repeated, so a failure anywhere leaves the record for
- * the next run; the consumer and `/remove` call this after they retire a version, the cron sweeper for the rest. A
- * version whose vectors a metadata update may be writing is left until it is done (storage/stale-vectors.ts).
+ * Retired versions due at `now` (the application's, or every one's), oldest first: those never tried in vain before
+ * those whose wait is over. One whose vectors an update may still write is left (storage/stale-vectors.ts).
  */
-export async function deleteRetiredVersions(env: Env, appId?: string): Promise<number> {
-  const { results } = await env.DB.prepare(
-    `SELECT image_id, object_count, blob_key FROM retired_versions r
-     WHERE NOT EXISTS (SELECT 1 FROM stale_vector_metadata WHERE image_id = r.image_id) ${appId === undefined ? '' : 'AND r.app_id = ?'}
-     ORDER BY retired_at LIMIT ${RETIRED_PER_RUN}`,
-  )
-    .bind(...(appId === undefined ? [] : [appId]))
-    .all<{ image_id: number; object_count: number; blob_key: string }>();
-  if (results.length === 0) return 0;
-  await deleteImageVectors(env, results.map((row) => ({ id: row.image_id, object_count: row.object_count })));
-  await deleteBlobs(env.BLOBS, results.map((row) => row.blob_key));
-  await env.DB.prepare('DELETE FROM retired_versions WHERE image_id IN (SELECT value FROM json_each(?))')
-    .bind(JSON.stringify(results.map((row) => row.image_id)))
-    .run();
-  return results.length;
+async function dueRetired(db: D1Database, now: Date, appId?: string): Promise<Retired[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT image_id, object_count, blob_key, failures FROM retired_versions r
+       WHERE r.retry_at <= ? AND NOT EXISTS (SELECT 1 FROM stale_vector_metadata WHERE image_id = r.image_id) ${appId === undefined ? '' : 'AND r.app_id = ?'}
+       ORDER BY r.retry_at, r.retired_at LIMIT ${RETIRED_PER_RUN}`,
+    )
+    .bind(formatTimestamp(now), ...(appId === undefined ? [] : [appId]))
+    .all<Retired>();
+  return results;
 }
 
-/** After a version was retired: its leftovers are deleted now if they can be, else by the cron sweeper. */
+/** Deletes the vectors, then the bytes, then the records of `versions`: every step may be repeated. */
+async function deleteLeftovers(env: Env, versions: Retired[]): Promise<void> {
+  await deleteImageVectors(env, versions.map((row) => ({ id: row.image_id, object_count: row.object_count })));
+  await deleteBlobs(env.BLOBS, versions.map((row) => row.blob_key));
+  await env.DB.prepare('DELETE FROM retired_versions WHERE image_id IN (SELECT value FROM json_each(?))')
+    .bind(JSON.stringify(versions.map((row) => row.image_id)))
+    .run();
+}
+
+/**
+ * The cron sweeper's deletion of what retired image versions left (migrations/0008: replaced, removed, superseded or
+ * failed versions): their vectors, then their bytes, then the record, for a batch of the versions due at `now`. A
+ * batch that fails is split in halves, each tried on its own, so that a version whose deletion fails is found in a
+ * few tries and waits (storage/back-off.ts) while the others of its batch go; what the tries left is taken next time.
+ */
+export async function deleteRetiredVersions(env: Env, now: Date): Promise<{ deleted: number; failed: number }> {
+  const done = { deleted: 0, failed: 0, tries: 0 };
+  const attempt = async (versions: Retired[]): Promise<void> => {
+    if (versions.length === 0 || done.tries++ >= TRIES_PER_RUN) return;
+    try {
+      await deleteLeftovers(env, versions);
+      done.deleted += versions.length;
+      return;
+    } catch (error) {
+      if (versions.length > 1) {
+        const half = Math.ceil(versions.length / 2);
+        await attempt(versions.slice(0, half));
+        await attempt(versions.slice(half));
+        return;
+      }
+      const [version] = versions as [Retired];
+      console.error(JSON.stringify({ event: 'retired_delete_failed', imageId: version.image_id, error: String(error) }));
+      await env.DB.prepare('UPDATE retired_versions SET failures = failures + 1, retry_at = ? WHERE image_id = ?')
+        .bind(retryAt(version.failures, now), version.image_id)
+        .run();
+      done.failed++;
+    }
+  };
+  await attempt(await dueRetired(env.DB, now));
+  return { deleted: done.deleted, failed: done.failed };
+}
+
+/**
+ * After a version was retired (the consumer, `/remove`): one try of the application's due versions now. A failure is
+ * left to the sweeper and not counted against the versions' back-off, so that a removed image's vectors still go at
+ * the next sweep (docs/deploy.md).
+ */
 export async function deleteRetiredSoon(env: Env, appId: string): Promise<void> {
   try {
-    await deleteRetiredVersions(env, appId);
+    const due = await dueRetired(env.DB, new Date(), appId);
+    if (due.length > 0) await deleteLeftovers(env, due);
   } catch (error) {
     console.error(JSON.stringify({ event: 'retired_delete_failed', appId, error: String(error) }));
   }

@@ -1,4 +1,5 @@
 import { formatTimestamp } from '../time';
+import { retryAt } from './back-off';
 
 /**
  * Versions whose vectors may carry older metadata than their D1 row (migrations/0014): a metadata-only update records
@@ -44,16 +45,9 @@ export async function staleVectorsLeft(db: D1Database, limit: number, now: Date)
   return results.map((row) => ({ attempt: row.attempt, transId: row.trans_id, index: row.item_index, imageId: row.image_id, appId: row.app_id }));
 }
 
-/** The longest a failing record waits before its next try. */
-const MAX_BACK_OFF_MINUTES = 24 * 60;
-
-/** A rewrite failed: the record is tried again after a wait that doubles with each failure (10 minutes, 20, ... a day). */
+/** A rewrite failed: the record is tried again after a wait that doubles with each failure (storage/back-off.ts). */
 export async function staleVectorsFailed(db: D1Database, attempt: string, now: Date): Promise<void> {
   const row = await db.prepare('SELECT failures FROM stale_vector_metadata WHERE attempt = ?').bind(attempt).first<{ failures: number }>();
   if (!row) return;
-  const minutes = Math.min(MAX_BACK_OFF_MINUTES, 10 * 2 ** row.failures);
-  await db
-    .prepare('UPDATE stale_vector_metadata SET failures = failures + 1, retry_at = ? WHERE attempt = ?')
-    .bind(formatTimestamp(new Date(now.getTime() + minutes * 60_000)), attempt)
-    .run();
+  await db.prepare('UPDATE stale_vector_metadata SET failures = failures + 1, retry_at = ? WHERE attempt = ?').bind(retryAt(row.failures, now), attempt).run();
 }

@@ -1,7 +1,8 @@
 /**
  * The cron sweeper's housekeeping (issue 45, "Housekeeping that scales"): records of stale vector metadata are taken
- * oldest first, and one whose rewrite keeps failing waits longer each time, so it never holds the others back;
- * finished insert transactions are kept for their retention period, then deleted.
+ * oldest first, and one whose rewrite keeps failing waits longer each time, so it never holds the others back; retired
+ * versions likewise, a failing one not failing the rest of its batch; finished insert transactions are kept for their
+ * retention period, then deleted.
  */
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
@@ -59,6 +60,65 @@ describe('stale vector records', () => {
     // Once the rewrite works, the record goes.
     await sweepStalledInserts(env, minutes(now, 31));
     expect(await left()).toEqual([]);
+  });
+});
+
+describe('retired versions', () => {
+  it('are deleted oldest first; one whose deletion keeps failing backs off, doubling, and the rest of its batch goes', async () => {
+    const app = await createApp('retired');
+    const now = new Date();
+    // Versions as a replace or remove leaves them, the failing one the oldest: its vectors cannot be deleted.
+    const retire = async (imageId: number, retiredAt: Date) => {
+      const blobKey = `${app.app_id}/retired-${imageId}`;
+      await env.BLOBS.put(blobKey, new Uint8Array([1]));
+      await env.DB.prepare('INSERT INTO retired_versions (image_id, app_id, object_count, blob_key, retired_at) VALUES (?, ?, 0, ?, ?)')
+        .bind(imageId, app.app_id, blobKey, formatTimestamp(retiredAt))
+        .run();
+    };
+    const [failing, second, third, fourth] = [9_200_001, 9_200_002, 9_200_003, 9_200_004];
+    await retire(failing, minutes(now, -30));
+    await retire(second, minutes(now, -20));
+    await retire(third, minutes(now, -10));
+    let tries = 0;
+    const failingIndex = withVectorIndex((stub) => ({
+      deleteByIds: async (...args: Parameters<typeof stub.deleteByIds>) => {
+        if (args[0].includes(String(failing))) {
+          tries++;
+          throw new Error('injected: vector delete');
+        }
+        return stub.deleteByIds(...args);
+      },
+    }));
+    const left = async () =>
+      (
+        await env.DB.prepare('SELECT image_id, failures, retry_at FROM retired_versions WHERE app_id = ? ORDER BY image_id')
+          .bind(app.app_id)
+          .all<{ image_id: number; failures: number; retry_at: string }>()
+      ).results;
+    const blobs = async () => (await env.BLOBS.list({ prefix: `${app.app_id}/retired-` })).objects.map(({ key }) => key);
+
+    await sweepStalledInserts(failingIndex, now);
+    // Its batch failed, was split, and the others went; it waits 10 minutes, its bytes kept.
+    expect(tries).toBeGreaterThan(0);
+    expect(await left()).toEqual([{ image_id: failing, failures: 1, retry_at: formatTimestamp(minutes(now, 10)) }]);
+    expect(await blobs()).toEqual([`${app.app_id}/retired-${failing}`]);
+
+    // Before its wait is over it is not tried; a newer version is deleted.
+    await retire(fourth, minutes(now, 1));
+    tries = 0;
+    await sweepStalledInserts(failingIndex, minutes(now, 5));
+    expect(tries).toBe(0);
+    expect((await left()).map(({ image_id }) => image_id)).toEqual([failing]);
+
+    // After it, tried again, and the wait doubles.
+    await sweepStalledInserts(failingIndex, minutes(now, 11));
+    expect(tries).toBeGreaterThan(0);
+    expect(await left()).toEqual([{ image_id: failing, failures: 2, retry_at: formatTimestamp(minutes(now, 31)) }]);
+
+    // Once its deletion works, it goes with its bytes.
+    await sweepStalledInserts(env, minutes(now, 31));
+    expect(await left()).toEqual([]);
+    expect(await blobs()).toEqual([]);
   });
 });
 
