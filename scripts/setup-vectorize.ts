@@ -13,7 +13,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { unstable_readConfig } from 'wrangler';
 import { PALETTE_VECTOR_DIM } from '../src/colors/palette-grid.ts';
-import { parseEmbedModels } from '../src/storage/embed-models.ts';
+import { colorIndexes, groupIndexes, parseEmbedModels } from '../src/storage/embed-models.ts';
 import { OBJECT_TYPE_KEY, parseMetadataIndexes, vectorMetadataKey } from '../src/storage/vector-metadata.ts';
 import { embedModelsFor, indexNamesOf, servedEmbedders } from './lib/served-models.ts';
 import { ROOT, useLocalWrangler } from './lib/wrangler-env.ts';
@@ -37,14 +37,14 @@ const vectorize: { binding: string; index_name: string }[] = config.vectorize;
 /** An index to create: its dimensions, and whether it holds object vectors (filtered by type). */
 type IndexSetup = { name: string; dimensions: number; objects: boolean };
 
-/** Each bound index: each embedding model's two (and its tuned two), and the colours'. */
-const INDEXES: Record<string, Omit<IndexSetup, 'name'>> = {
-  VECTORIZE_COLORS: { dimensions: PALETTE_VECTOR_DIM, objects: false },
-};
+/** Each bound index: each embedding model's image and object groups (and its tuned ones), and the colours'. */
+const INDEXES: Record<string, Omit<IndexSetup, 'name'>> = Object.fromEntries(
+  colorIndexes({ COLOR_INDEXES: String(config.vars.COLOR_INDEXES) }).map((name) => [name, { dimensions: PALETTE_VECTOR_DIM, objects: false }]),
+);
 for (const { dimensions, images, objects, tuned } of configured.values()) {
   for (const names of [{ images, objects }, ...(tuned ? [tuned] : [])]) {
-    INDEXES[names.images] = { dimensions, objects: false };
-    INDEXES[names.objects] = { dimensions, objects: true };
+    for (const name of groupIndexes(names.images)) INDEXES[name] = { dimensions, objects: false };
+    for (const name of groupIndexes(names.objects)) INDEXES[name] = { dimensions, objects: true };
   }
 }
 const bound: IndexSetup[] = vectorize.map((binding) => {

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { unstable_readConfig } from 'wrangler';
 import { seededRandom } from '../inference/src/random.ts';
 import { D1_DATABASE_BYTES, placeDatabase, type DatabaseFill } from '../src/placement/databases.ts';
-import { placeShards, VECTORIZE_INDEX_CAPACITY, type IndexFill } from '../src/placement/shards.ts';
+import { EXPECTED_OBJECTS_PER_IMAGE, placeShards, vectorsPerImage, VECTORIZE_INDEX_CAPACITY, type GroupKind, type IndexFill } from '../src/placement/shards.ts';
 import { ROOT, useLocalWrangler } from './lib/wrangler-env.ts';
 
 /**
@@ -41,7 +41,7 @@ const { values: args } = parseArgs({
     shops: { type: 'string', default: '1000' },
     'bytes-per-image': { type: 'string', default: String(BYTES_PER_IMAGE) },
     // Detected objects an image has on average: each an object vector and a palette vector.
-    'objects-per-image': { type: 'string', default: '2' },
+    'objects-per-image': { type: 'string', default: String(EXPECTED_OBJECTS_PER_IMAGE) },
     // The share of a ceiling an operator fills before adding a database or an index: the rest is room to grow.
     fill: { type: 'string', default: '0.8' },
   },
@@ -64,11 +64,7 @@ for (let i = sizes.length - 1; i > 0; i--) {
 }
 
 /** Vectors an image adds to each group: its own vector, its objects', and a palette of each (docs/scale.md). */
-const groups = [
-  { name: 'images', perImage: 1 },
-  { name: 'objects', perImage: objectsPerImage },
-  { name: 'colors', perImage: 1 + objectsPerImage },
-].map((group) => ({ ...group, indexes: [] as (IndexFill & { shops: number })[] }));
+const groups = (['images', 'objects', 'colors'] as GroupKind[]).map((name) => ({ name, perImage: vectorsPerImage(name, objectsPerImage), indexes: [] as (IndexFill & { shops: number })[] }));
 const databases: (DatabaseFill & { images: number })[] = [];
 /** What the operator added before each shop whose placement was refused. */
 const added = new Map<number, { placed: number; names: string[] }>();

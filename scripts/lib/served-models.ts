@@ -49,7 +49,7 @@ export function indexNamesOf(modelId: string): ModelIndexNames {
 }
 
 /** A model's index names: its own two, and the two of its tuned applications (docs/decisions.md, "Tuning on a label field"). */
-export type ModelIndexNames = Omit<EmbedModelIndexes, 'dimensions'> & { tuned: { images: string; objects: string } };
+export type ModelIndexNames = { images: string; objects: string; tuned: { images: string; objects: string } };
 
 /** EMBED_MODELS and EMBED_MODEL as wrangler.toml's top level (the local stack's) sets them. */
 export function configuredEmbedModels(): { models: ReadonlyMap<string, EmbedModelIndexes>; defaultModel: string } {

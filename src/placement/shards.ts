@@ -4,6 +4,16 @@
  * place by the same rule.
  */
 
+/** What a group's indexes hold: whole-image vectors, object vectors, or palettes of both (docs/scale.md). */
+export type GroupKind = 'images' | 'objects' | 'colors';
+
+/** Objects an image is expected to have, for reservations made before its vectors arrive (docs/scale.md). */
+export const EXPECTED_OBJECTS_PER_IMAGE = 2;
+
+/** Vectors one image adds to a group of `kind`: its own, each object's, or a palette of each. */
+export const vectorsPerImage = (kind: GroupKind, objectsPerImage = EXPECTED_OBJECTS_PER_IMAGE): number =>
+  kind === 'images' ? 1 : kind === 'objects' ? objectsPerImage : 1 + objectsPerImage;
+
 /** What an index holds, as counted: its vectors, and the vectors and namespaces of the shards placed on it. */
 export type IndexFill = {
   name: string;

@@ -1,6 +1,6 @@
 import type { Env } from '../env';
 import { physicalIndex, shardCount } from '../ports/vector-index';
-import { placeShards, VECTORIZE_INDEX_CAPACITY, type IndexCapacity, type IndexFill } from '../placement/shards';
+import { placeShards, vectorsPerImage, VECTORIZE_INDEX_CAPACITY, type GroupKind, type IndexCapacity, type IndexFill } from '../placement/shards';
 import { colorIndexes, embedModelIndexesOf, embedModels, groupIndexes } from './embed-models';
 import { primaryDatabase } from './d1-meter';
 
@@ -12,14 +12,22 @@ import { primaryDatabase } from './d1-meter';
  */
 export type Placement = Record<string, string[]>;
 
+/** A group of indexes, the first naming it, and what its vectors are (for the room an application reserves). */
+export type IndexGroup = { kind: GroupKind; indexes: readonly string[] };
+
 /** Placement found every index of a group full: the operator adds one to the setting `setting` names. */
 export class PlacementRefused extends Error {}
 
 /** The groups an application on `model` writes: its model's image and object groups, tuned ones too, and the colours. */
-export function groupsOf(env: Env, model: string): (readonly string[])[] {
-  const indexes = embedModelIndexesOf(env, model);
-  const tuned = indexes.tuned ? [indexes.tuned.images, indexes.tuned.objects] : [];
-  return [...[indexes.images, indexes.objects, ...tuned].map(groupIndexes), colorIndexes(env)];
+export function groupsOf(env: Env, model: string): IndexGroup[] {
+  const { images, objects, tuned } = embedModelIndexesOf(env, model);
+  return [
+    ...[{ images, objects }, ...(tuned ? [tuned] : [])].flatMap((pair) => [
+      { kind: 'images' as const, indexes: groupIndexes(pair.images) },
+      { kind: 'objects' as const, indexes: groupIndexes(pair.objects) },
+    ]),
+    { kind: 'colors', indexes: colorIndexes(env) },
+  ];
 }
 
 /** The setting that lists a group's indexes, for a refusal's message. */
@@ -35,7 +43,7 @@ function settingOf(env: Env, group: readonly string[]): string {
 export const indexCapacity = (env: Env): IndexCapacity =>
   env.VECTOR_INDEX_CAPACITY ? { ...VECTORIZE_INDEX_CAPACITY, vectors: Number(env.VECTOR_INDEX_CAPACITY) } : VECTORIZE_INDEX_CAPACITY;
 
-/** Per index: the namespaces of the shards placed on it, and the images those shards' applications expect (image_limit). */
+/** Per index: the namespaces of the shards placed on it, and the images their applications expect (image_limit). */
 async function placedShards(db: D1Database): Promise<Map<string, { namespaces: number; expectedImages: number }>> {
   const { results } = await db
     .prepare(
@@ -48,12 +56,13 @@ async function placedShards(db: D1Database): Promise<Map<string, { namespaces: n
 }
 
 /** What each index of `group` holds, as placement counts it. */
-async function fillOf(env: Env, group: readonly string[], placed: Map<string, { namespaces: number; expectedImages: number }>): Promise<IndexFill[]> {
+async function fillOf(env: Env, group: IndexGroup, placed: Map<string, { namespaces: number; expectedImages: number }>): Promise<IndexFill[]> {
   const shards = shardCount(env);
   return Promise.all(
-    group.map(async (name) => {
+    group.indexes.map(async (name) => {
       const onIndex = placed.get(name);
-      return { name, vectors: await physicalIndex(env, name).countVectors(), reserved: Math.ceil((onIndex?.expectedImages ?? 0) / shards), namespaces: onIndex?.namespaces ?? 0 };
+      const reserved = Math.ceil(((onIndex?.expectedImages ?? 0) * vectorsPerImage(group.kind)) / shards);
+      return { name, vectors: await physicalIndex(env, name).countVectors(), reserved, namespaces: onIndex?.namespaces ?? 0 };
     }),
   );
 }
@@ -62,15 +71,15 @@ async function fillOf(env: Env, group: readonly string[], placed: Map<string, { 
  * `placement` with each of `groups` it lacks placed, for an application expecting `expectedImages` images (its
  * image_limit; 0 when unset: it then counts by the vectors it writes). Throws PlacementRefused naming the setting.
  */
-export async function placeGroups(env: Env, placement: Placement, groups: readonly (readonly string[])[], expectedImages: number): Promise<Placement> {
-  const missing = groups.filter((group) => !placement[group[0]!]);
+export async function placeGroups(env: Env, placement: Placement, groups: readonly IndexGroup[], expectedImages: number): Promise<Placement> {
+  const missing = groups.filter((group) => !placement[group.indexes[0]!]);
   if (missing.length === 0) return placement;
   const placed = await placedShards(primaryDatabase(env));
   const next = { ...placement };
   for (const group of missing) {
-    const shards = placeShards(await fillOf(env, group, placed), shardCount(env), expectedImages, indexCapacity(env));
-    if (!shards) throw new PlacementRefused(`Every index of the group ${group.join(', ')} is full: add an index to ${settingOf(env, group)}.`);
-    next[group[0]!] = shards;
+    const shards = placeShards(await fillOf(env, group, placed), shardCount(env), expectedImages * vectorsPerImage(group.kind), indexCapacity(env));
+    if (!shards) throw new PlacementRefused(`Every index of the group ${group.indexes.join(', ')} is full: add an index to ${settingOf(env, group.indexes)}.`);
+    next[group.indexes[0]!] = shards;
   }
   return next;
 }
@@ -98,12 +107,12 @@ async function readPlacement(db: D1Database, appId: string): Promise<{ placement
  * Places and records each of `groups` an application lacks (a reindex's model, before its first vector): once for
  * every isolate, the first write to D1 winning. Nothing for an application made before placement.
  */
-export async function placeApplication(env: Env, appId: string, groups: readonly (readonly string[])[]): Promise<void> {
+export async function placeApplication(env: Env, appId: string, groups: readonly IndexGroup[]): Promise<void> {
   const db = primaryDatabase(env);
   const read = await readPlacement(db, appId);
   if (!read?.placement) return;
   const placed = await placeGroups(env, read.placement, groups, read.imageLimit ?? 0);
-  const added = groups.map((group) => group[0]!).filter((name) => !read.placement![name]);
+  const added = groups.map((group) => group.indexes[0]!).filter((name) => !read.placement![name]);
   if (added.length === 0) return;
   await db.batch(
     added.map((name) =>
@@ -119,11 +128,12 @@ export async function placeApplication(env: Env, appId: string, groups: readonly
  * index, an application made before placement, or one since deleted). A group the application has no placement in
  * yet is placed now (placeApplication).
  */
-export async function shardPlacement(env: Env, appId: string, group: readonly string[]): Promise<readonly string[] | null> {
-  if (group.length === 1) return null;
+export async function shardPlacement(env: Env, appId: string, group: IndexGroup): Promise<readonly string[] | null> {
+  const name = group.indexes[0]!;
+  if (group.indexes.length === 1) return null;
   const known = placements.get(appId);
   if (known === null) return null;
-  const cached = known?.[group[0]!];
+  const cached = known?.[name];
   if (cached) return cached;
   for (let attempt = 0; attempt < 2; attempt++) {
     const read = await readPlacement(primaryDatabase(env), appId);
@@ -131,14 +141,14 @@ export async function shardPlacement(env: Env, appId: string, group: readonly st
       if (read) remember(appId, null);
       return null;
     }
-    const shards = read.placement[group[0]!];
+    const shards = read.placement[name];
     if (shards) {
       remember(appId, read.placement);
       return shards;
     }
     await placeApplication(env, appId, [group]);
   }
-  throw new Error(`The application ${appId} could not be placed in ${group.join(', ')}`);
+  throw new Error(`The application ${appId} could not be placed in ${group.indexes.join(', ')}`);
 }
 
 /** The capacity view of the indexes (GET /admin/placement): each with its model, vectors and namespaces. */

@@ -3,7 +3,7 @@ import type { Env } from '../env';
 import type { DetectedObject, PaletteColor } from '../ports/inference/types';
 import { vectorIndex } from '../ports/vector-index';
 import { colorIndexes, embedModels, vectorIndexNames } from './embed-models';
-import { shardPlacement } from './placement';
+import { shardPlacement, type IndexGroup } from './placement';
 import { metadataBytes } from '../ports/vector-index/limits';
 import { VECTORIZE_LIMITS } from '../vectorize-limits';
 import type { VectorIndex, VectorMetadata, VectorRecord } from '../ports/vector-index/types';
@@ -19,12 +19,12 @@ import { isCarriedByVectors, OBJECT_TYPE_KEY, vectorMetadataKey } from './vector
  * indexes, one group for every model, hold palette vectors under the same ids: the image's and each object's. Each is
  * a group of indexes over which an application's shards are placed (storage/placement.ts).
  */
-const placedGroup = (env: Env, group: readonly string[]): VectorIndex => vectorIndex(env, group, (appId) => shardPlacement(env, appId, group));
+const placedGroup = (env: Env, group: IndexGroup): VectorIndex => vectorIndex(env, group.indexes, (appId) => shardPlacement(env, appId, group));
 
 /** A model's whole-image index: its own, or (`tuned`) that of its tuned applications' projected vectors. */
-export const imageVectors = (env: Env, model: string, tuned = false): VectorIndex => placedGroup(env, vectorIndexNames(env, model, tuned).images);
-export const objectVectors = (env: Env, model: string, tuned = false): VectorIndex => placedGroup(env, vectorIndexNames(env, model, tuned).objects);
-export const colorVectors = (env: Env): VectorIndex => placedGroup(env, colorIndexes(env));
+export const imageVectors = (env: Env, model: string, tuned = false): VectorIndex => placedGroup(env, { kind: 'images', indexes: vectorIndexNames(env, model, tuned).images });
+export const objectVectors = (env: Env, model: string, tuned = false): VectorIndex => placedGroup(env, { kind: 'objects', indexes: vectorIndexNames(env, model, tuned).objects });
+export const colorVectors = (env: Env): VectorIndex => placedGroup(env, { kind: 'colors', indexes: colorIndexes(env) });
 
 const objectVectorIds = (imageId: number, from: number, to: number): string[] =>
   Array.from({ length: Math.max(0, to - from) }, (_, k) => `${imageId}.${from + k}`);
