@@ -22,6 +22,7 @@ const USAGE = `Usage: npm run admin -- <command>
                                             to the tuning unless held-out precision@5 would fall (or: always)
   tune-status <app_id>                      the latest tuning, its state and held-out report
   untune <app_id>                           back to the untuned search
+  placement                                 every database and vector index with what it holds (docs/scale.md)
 
 Environment: API_URL (default http://127.0.0.1:$PORT; PORT unset: the running npm start's, else 8787), ADMIN_TOKEN
 (default dev-admin-token).`;
@@ -78,6 +79,8 @@ async function main(args: string[]): Promise<number> {
     reply = await adminRequest(config, 'GET', `/admin/apps/${encodeURIComponent(rest[0]!)}/tune`);
   } else if (command === 'untune' && rest.length === 1) {
     reply = await adminRequest(config, 'DELETE', `/admin/apps/${encodeURIComponent(rest[0]!)}/tune`);
+  } else if (command === 'placement' && rest.length === 0) {
+    reply = await adminRequest(config, 'GET', '/admin/placement');
   } else {
     console.error(USAGE);
     return 2;

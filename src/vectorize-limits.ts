@@ -13,4 +13,7 @@ export const VECTORIZE_LIMITS = {
   maxMetadataBytes: 10 * 1024,
   maxUpsertBatch: 1000,
   maxFilterBytes: 2048,
+  /** What one index holds (docs/scale.md). */
+  maxVectorsPerIndex: 10_000_000,
+  maxNamespacesPerIndex: 50_000,
 } as const;

@@ -1,3 +1,5 @@
+import { VECTORIZE_LIMITS } from '../vectorize-limits';
+
 /**
  * Where an application's shards go among the indexes of one group (a model's image indexes, its object indexes, the
  * colour indexes): docs/decisions.md, "Placement". Pure, so that the Worker and the simulation of docs/scale.md
@@ -28,7 +30,7 @@ export type IndexFill = {
 /** One index's ceilings: Vectorize's 10 million vectors and 50,000 namespaces (docs/scale.md). */
 export type IndexCapacity = { vectors: number; namespaces: number };
 
-export const VECTORIZE_INDEX_CAPACITY: IndexCapacity = { vectors: 10_000_000, namespaces: 50_000 };
+export const VECTORIZE_INDEX_CAPACITY: IndexCapacity = { vectors: VECTORIZE_LIMITS.maxVectorsPerIndex, namespaces: VECTORIZE_LIMITS.maxNamespacesPerIndex };
 
 /** How full an index counts as: what it holds or what its shards are expected to hold, whichever is more. */
 const used = (index: IndexFill): number => Math.max(index.vectors, index.reserved);

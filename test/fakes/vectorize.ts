@@ -2,7 +2,7 @@ import { matchesFilter } from '../../src/ports/vector-index/filter';
 import { checkQuery, checkRecords, VectorLimitError } from '../../src/ports/vector-index/limits';
 import type { VectorFilter, VectorMetadata } from '../../src/ports/vector-index/types';
 import type { VectorizeBinding } from '../../src/ports/vector-index/vectorize';
-import { VECTORIZE_INDEX_CAPACITY } from '../../src/placement/shards';
+import { VECTORIZE_LIMITS } from '../../src/vectorize-limits';
 
 type Stored = { id: string; values: number[]; namespace: string | undefined; metadata: VectorMetadata | undefined };
 type Mutation = { visibleAt: number; apply(store: Map<string, Stored>): void };
@@ -47,8 +47,9 @@ export class FakeVectorize implements VectorizeBinding {
     this.#settle();
     const namespaces = new Set([...this.#store.values()].map((stored) => stored.namespace));
     records.forEach((record) => namespaces.add(record.namespace));
-    if (namespaces.size > VECTORIZE_INDEX_CAPACITY.namespaces) throw new VectorLimitError(`an index holds at most ${VECTORIZE_INDEX_CAPACITY.namespaces} namespaces`);
-    if (this.#store.size + records.length > VECTORIZE_INDEX_CAPACITY.vectors) throw new VectorLimitError(`an index holds at most ${VECTORIZE_INDEX_CAPACITY.vectors} vectors`);
+    if (namespaces.size > VECTORIZE_LIMITS.maxNamespacesPerIndex) throw new VectorLimitError(`an index holds at most ${VECTORIZE_LIMITS.maxNamespacesPerIndex} namespaces`);
+    const added = new Set(records.map((record) => record.id).filter((id) => !this.#store.has(id)));
+    if (this.#store.size + added.size > VECTORIZE_LIMITS.maxVectorsPerIndex) throw new VectorLimitError(`an index holds at most ${VECTORIZE_LIMITS.maxVectorsPerIndex} vectors`);
     return this.#mutate((store) => records.forEach((record) => store.set(record.id, record)));
   }
 

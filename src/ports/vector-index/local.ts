@@ -231,6 +231,16 @@ export class LocalVectorIndex extends DurableObject<Env> {
     return attempt(() => this.#upsert(records));
   }
 
+  /** Vectorize's ceilings on one index: its vectors, and the namespaces holding any. */
+  #checkRoom(records: VectorRecord[]): void {
+    const namespaces = this.#loaded();
+    const newIds = new Set(records.map((record) => record.id).filter((id) => !this.#where.has(id)));
+    if (this.#where.size + newIds.size > VECTORIZE_LIMITS.maxVectorsPerIndex) throw new VectorLimitError(`an index holds at most ${VECTORIZE_LIMITS.maxVectorsPerIndex} vectors`);
+    const used = new Set([...namespaces].filter(([, rows]) => rows.count > 0).map(([name]) => name));
+    for (const record of records) used.add(record.namespace ?? DEFAULT_NAMESPACE);
+    if (used.size > VECTORIZE_LIMITS.maxNamespacesPerIndex) throw new VectorLimitError(`an index holds at most ${VECTORIZE_LIMITS.maxNamespacesPerIndex} namespaces`);
+  }
+
   /** Several queries in one call: the sharded index asks every shard of a namespace at once. */
   queryMany(queries: { vector: number[]; query: VectorQuery }[]): Outcome<VectorMatch[]>[] {
     return queries.map(({ vector, query }) => attempt(() => this.#query(vector, query)));
@@ -240,6 +250,7 @@ export class LocalVectorIndex extends DurableObject<Env> {
     // The first vector fixes the index's dimensions, as creating a Vectorize index does.
     const dimensions = this.#dimensions ?? records[0]?.values.length;
     checkRecords(records, dimensions);
+    this.#checkRoom(records);
     if (dimensions !== undefined) {
       this.ctx.storage.sql.exec("INSERT OR IGNORE INTO settings (key, value) VALUES ('dimensions', ?)", dimensions);
     }
