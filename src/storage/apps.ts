@@ -1,7 +1,7 @@
 import type { DetectVocabulary, VocabularyType } from '@edge-image-search/contract/wire';
 import { formatTimestamp } from '../time';
 import { APP_CACHE_ENTRIES, AppCache, appCacheTtlMs } from './app-cache';
-import type { Placement } from './placement';
+import { notePlacement, type Placement } from './placement';
 import { forgetNumbers, NUMBER_TAKEN, takeNumber } from './sequence';
 import { isCarriedByVectors } from './vector-metadata';
 
@@ -177,6 +177,7 @@ async function findCallingApp(env: AppCacheEnv, column: AppKeyColumn, value: str
   const row = apps?.results[0] as AppRow | undefined;
   if (!row) return null;
   const found = { app: toRecord(row), secretKeyHash: row.secret_key_hash, schema: toSchema((fields?.results ?? []) as SchemaRow[]) };
+  notePlacement(row.id, found.app.placement);
   callingApps.keep([key], row.id, found, appCacheTtlMs(env), mark);
   return { ...found, readNow: true };
 }

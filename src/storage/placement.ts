@@ -98,6 +98,14 @@ function remember(appId: string, placement: Placement | null): void {
   }
 }
 
+/**
+ * An application's placement as read with it (the calling application, storage/apps.ts), kept so that its searches
+ * read none. Groups are only ever added, so what is kept already is never replaced by a read that may be older.
+ */
+export function notePlacement(appId: string, placement: Placement | null): void {
+  if (!placements.has(appId)) remember(appId, placement);
+}
+
 async function readPlacement(db: D1Database, appId: string): Promise<{ placement: Placement | null; imageLimit: number | null } | null> {
   const row = await db.prepare('SELECT placement, image_limit FROM apps WHERE id = ?').bind(appId).first<{ placement: string | null; image_limit: number | null }>();
   return row && { placement: row.placement === null ? null : (JSON.parse(row.placement) as Placement), imageLimit: row.image_limit };
