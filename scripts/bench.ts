@@ -22,6 +22,7 @@ import { freePort } from '@edge-image-search/devtools/free-port';
 import type { AdminConfig } from './lib/admin-client.ts';
 import { createApplication, INSERT_BATCH, insertForm, waitForInsert, type AuthHeader, type InsertStatus } from './lib/api-client.ts';
 import { distanceReport, measureDistance } from './lib/distance-bench.ts';
+import { measureRows, rowsReport } from './lib/rows-bench.ts';
 import { chooseEmbedModels, loadedEmbedModels, namesOf, type LoadedModel } from './lib/embed-model-choice.ts';
 import { startInference } from '@edge-image-search/devtools/inference-service';
 import { latencyOf, type Latency } from './lib/latency.ts';
@@ -35,10 +36,11 @@ import { addLabelledVectors, decodeStatistics, emptyStatistics, encodeProjection
  * `npm run bench` (issue 8): inference time per image on each runtime; insert throughput through the queue against
  * the inference service's own throughput; /search and /uploadsearch latency at several collection sizes; memory of
  * the Worker (workerd) and of the inference service; searches and inserts with the D1 primary far away (issue 37,
- * lib/distance-bench.ts). Prints the tables and writes `.local/bench.json`.
+ * lib/distance-bench.ts); bytes of D1 per image (issue 45, lib/rows-bench.ts). Prints the tables and writes `.local/bench.json`.
  *
  *   npm run bench -- [--embed-model <id>] [--sizes 1000,10000,100000] [--copies 2] [--images 20] [--rounds 2] [--ingest-rounds 1]
  *   npm run bench -- --only distance     # the distance rows alone (about a minute), written into .local/bench.json's `distance`
+ *   npm run bench -- --only rows         # bytes of D1 per image alone (a few minutes), written into .local/bench.json's `rows`
  *   npm run bench -- --only tuning       # a tuning fit in-process (src/tuning/projection.ts), as its job runs it, printed (not kept)
  *
  * `--embed-model` picks the embedding model timed and inserted with, one the inference service loads
@@ -62,7 +64,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '2' },
     // Ingests searched during (issue 19), each with idle samples around it; the ratios pool every round's samples.
     'ingest-rounds': { type: 'string', default: '1' },
-    // One part alone: `distance`, `detector` (INFERENCE_DETECTOR's Hugging Face-layout detector per image), or `tuning`.
+    // One part alone: `distance`, `rows`, `detector` (INFERENCE_DETECTOR's Hugging Face-layout detector per image), or `tuning`.
     only: { type: 'string' },
   },
 });
@@ -495,6 +497,14 @@ async function distanceOnly(): Promise<void> {
   console.log(`\n${distanceReport(distance)}\n\n${distance.seconds.toFixed(0)} s in all. JSON: ${path.relative(ROOT, OUT)} (distance)`);
 }
 
+/** `--only rows`: bytes of D1 per image, replacing the `rows` of the last report, the rest of which stays. */
+async function rowsOnly(): Promise<void> {
+  const rows = await measureRows();
+  const previous = existsSync(OUT) ? (JSON.parse(readFileSync(OUT, 'utf8')) as Record<string, unknown>) : {};
+  writeFileSync(OUT, `${JSON.stringify({ ...previous, rows }, null, 2)}\n`);
+  console.log(`\n| what | measured | target |\n| --- | --- | --- |\n| ${rowsReport(rows).join(' | ')} |\n\n${rows.seconds.toFixed(0)} s in all. JSON: ${path.relative(ROOT, OUT)} (rows)`);
+}
+
 /** `--only detector`: INFERENCE_DETECTOR's detector in the Hugging Face layout, on each runtime, printed (not kept). */
 async function detectorOnly(): Promise<void> {
   const images = await loadImages(IMAGES_DIR, Number(args.images));
@@ -599,9 +609,10 @@ function tuningOnly(): void {
 async function main(): Promise<void> {
   mkdirSync(path.dirname(OUT), { recursive: true });
   if (args.only === 'distance') return distanceOnly();
+  if (args.only === 'rows') return rowsOnly();
   if (args.only === 'detector') return detectorOnly();
   if (args.only === 'tuning') return tuningOnly();
-  if (args.only !== undefined) throw new Error(`--only: distance, detector or tuning run alone, got ${args.only}`);
+  if (args.only !== undefined) throw new Error(`--only: distance, rows, detector or tuning run alone, got ${args.only}`);
   const started = performance.now();
   const model = await chooseModel();
   console.log(`Embedding model: ${model.label}, ${model.id} (INFERENCE_EMBED_MODELS entry ${model.entryName})`);
@@ -609,6 +620,7 @@ async function main(): Promise<void> {
   const throughput = await measureThroughput(model.id);
   const search = await measureSearch(args.sizes!);
   const distance = await measureDistance();
+  const dbRows = await measureRows();
   const searchModel = workerTestsModel();
 
   const rows: [string, string, string][] = [];
@@ -678,6 +690,7 @@ async function main(): Promise<void> {
   rows.push(['inference service memory, insert run: peak RSS', mib(throughput.memory.inference), '']);
   rows.push([`Worker (workerd) memory, search run to ${search.results.at(-1)?.size} images: peak RSS`, mib(search.memory.worker), '']);
   rows.push(['inference service memory, search run: peak RSS', mib(search.memory.inference), '']);
+  rows.push(rowsReport(dbRows));
 
   const report = {
     date: new Date().toISOString(),
@@ -688,6 +701,7 @@ async function main(): Promise<void> {
     throughput,
     search,
     distance,
+    rows: dbRows,
     seconds: (performance.now() - started) / 1000,
   };
   writeFileSync(OUT, `${JSON.stringify(report, null, 2)}\n`);

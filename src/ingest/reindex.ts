@@ -1,7 +1,7 @@
 /**
  * Model upgrades without re-inserting (issue 21): an application's stored originals (R2) are embedded again by a
  * new model into that model's indexes, a chunk per queue message, while its searches keep using the old model's.
- * Progress lives in D1 (`images.embed_model`, `reindexes`), so a reindex whose message was lost resumes from there
+ * Progress lives in D1 (`images.model`, `reindexes`), so a reindex whose message was lost resumes from there
  * (the sweeper sends another). Each step's message carries the step's number: a superseded chain of messages (a
  * redelivery, a resume) stops at its next step. Once every image is in the new model, one D1 batch moves the
  * application onto it (storage/reindexes.ts, switchToNewModel); then, once the inserts accepted before that applied

@@ -139,7 +139,7 @@ async function project(env: Env, tuning: Tuning, model: string): Promise<JobStep
   // one whose vectors are still missing long after is logged and left out (nothing could be projected of it).
   const unread = listed.filter((image) => images.has(image.id) && !wholes.has(String(image.id)));
   const appliedSince = Date.now() - VECTORS_VISIBLE_WITHIN_MS;
-  if (unread.some((image) => parseTimestamp(image.updated_at) > appliedSince)) return nextStep('wait', await advanceTuning(env.DB, tuning));
+  if (unread.some((image) => image.updated_at > appliedSince)) return nextStep('wait', await advanceTuning(env.DB, tuning));
   if (unread.length > 0) console.error(JSON.stringify({ event: 'tuning_vectors_missing', appId, images: unread.map((image) => image.id) }));
   const copies = [...images.values()].flatMap((image) => {
     const whole = wholes.get(String(image.id));

@@ -1,7 +1,7 @@
 import type { PaletteColor } from '../ports/inference/types';
-import { formatTimestamp } from '../time';
 import { couldNameImage } from './image-name';
 import type { ImageMetadata } from './metadata';
+import { embedModelNumber, registerEmbedModel } from './model-numbers';
 import { retireLiveVersions, retireUnlessLive } from './retired';
 import { recordStaleVectors } from './stale-vectors';
 import { cancelPendingItems, itemPending } from './transactions';
@@ -41,6 +41,10 @@ export type ImageVersion = {
   embedModel: string;
 };
 
+/** A palette as an image row keeps it (migrations/0023): each colour as rrggbb and its ratio times 255, in hex. */
+const compactColors = (colors: PaletteColor[]): string =>
+  colors.map(({ hex, ratio }) => `${hex.toLowerCase()}${Math.round(Math.min(1, Math.max(0, ratio)) * 255).toString(16).padStart(2, '0')}`).join('');
+
 /**
  * Makes `version` the image's, in one batch with `alongside` (the settling of `item`, the insert item that made it):
  * only over an older version and while the item is pending, so a later operation always wins whatever order items
@@ -54,23 +58,23 @@ export async function applyVersion(
   item: { transId: number; index: number },
   alongside: D1PreparedStatement[],
 ): Promise<void> {
-  const now = formatTimestamp();
   const { id, appId, imName } = version;
   await db.batch([
+    registerEmbedModel(db, version.embedModel),
     retireLiveVersions(db, `app_id = ? AND im_name = ? AND id < ? AND ${itemPending()}`, appId, imName, id, item.transId, item.index),
     db
       .prepare(
-        `INSERT INTO images (id, app_id, im_name, im_url, blob_key, format, width, height, metadata, object_count, colors, embed_model, created_at, updated_at)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?13, ?12, ?12
+        `INSERT INTO images (id, app_id, im_name, im_url, blob_key, format, width, height, metadata, object_count, colors, model, created_at, updated_at)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ${embedModelNumber('?13')}, ?12, ?12
          WHERE ${itemPending('?14', '?15')}
          ON CONFLICT (app_id, im_name) DO UPDATE SET
            id = excluded.id, im_url = excluded.im_url, blob_key = excluded.blob_key, format = excluded.format,
            width = excluded.width, height = excluded.height, metadata = excluded.metadata,
-           object_count = excluded.object_count, colors = excluded.colors, embed_model = excluded.embed_model,
+           object_count = excluded.object_count, colors = excluded.colors, model = excluded.model,
            updated_at = excluded.updated_at
          WHERE excluded.id > images.id`,
       )
-      .bind(id, appId, imName, version.imUrl, version.blobKey, version.format, version.width, version.height, JSON.stringify(version.metadata), version.objectCount, JSON.stringify(version.colors), now, version.embedModel, item.transId, item.index),
+      .bind(id, appId, imName, version.imUrl, version.blobKey, version.format, version.width, version.height, JSON.stringify(version.metadata), version.objectCount, compactColors(version.colors), Date.now(), version.embedModel, item.transId, item.index),
     retireUnlessLive(db, version),
     ...alongside,
   ]);
@@ -170,7 +174,7 @@ export async function mergeImageMetadata(
         `UPDATE images SET metadata = json_patch(metadata, ?), updated_at = ? WHERE ${target}
          RETURNING id, im_name, im_url, metadata, object_count, blob_key`,
       )
-      .bind(JSON.stringify(item.metadata), formatTimestamp(), ...values),
+      .bind(JSON.stringify(item.metadata), Date.now(), ...values),
     db.prepare('SELECT id FROM images WHERE app_id = ? AND im_name = ?').bind(item.appId, item.imName),
   ]);
   const row = merged?.results[0];

@@ -2,6 +2,7 @@ import type { DetectVocabulary } from '@edge-image-search/contract/wire';
 import { formatTimestamp } from '../time';
 import { forgetApp, productTypesOf, vocabularyOf } from './apps';
 import { jobProgressOf, LAST_PENDING_SEQ, pendingInsertsUpTo, type JobProgress, type JobProgressRow } from './jobs';
+import { embedModelNumber, registerEmbedModel } from './model-numbers';
 
 /**
  * An application's re-embedding into another embedding model (migrations/0012, ingest/reindex.ts): `embedding` while
@@ -120,12 +121,12 @@ export type ImageToReembed = { id: number; blob_key: string; metadata: string; o
 
 export async function imagesToReembed(db: D1Database, appId: string, toModel: string, limit: number): Promise<ImageToReembed[]> {
   const { results } = await db
-    // Two ranges of the (app_id, embed_model, id) index rather than `!=`, which would sort the whole application.
+    // Two ranges of the (app_id, model, id) index rather than `!=`, which would sort the whole application.
     .prepare(
       `SELECT id, blob_key, metadata, object_count FROM (
-         SELECT * FROM (SELECT id, blob_key, metadata, object_count FROM images WHERE app_id = ?1 AND embed_model < ?2 ORDER BY embed_model, id LIMIT ?3)
+         SELECT * FROM (SELECT id, blob_key, metadata, object_count FROM images WHERE app_id = ?1 AND model < ${embedModelNumber('?2')} ORDER BY model, id LIMIT ?3)
          UNION ALL
-         SELECT * FROM (SELECT id, blob_key, metadata, object_count FROM images WHERE app_id = ?1 AND embed_model > ?2 ORDER BY embed_model, id LIMIT ?3))
+         SELECT * FROM (SELECT id, blob_key, metadata, object_count FROM images WHERE app_id = ?1 AND model > ${embedModelNumber('?2')} ORDER BY model, id LIMIT ?3))
        LIMIT ?3`,
     )
     .bind(appId, toModel, limit)
@@ -138,8 +139,11 @@ export async function imagesToReembed(db: D1Database, appId: string, toModel: st
  * then written with the old metadata: the next pass embeds it again) or it was retired meanwhile. Whether it did.
  */
 export async function markReembedded(db: D1Database, image: ImageToReembed, model: string): Promise<boolean> {
-  const result = await db.prepare('UPDATE images SET embed_model = ? WHERE id = ? AND metadata = ?').bind(model, image.id, image.metadata).run();
-  return result.meta.changes > 0;
+  const [, result] = await db.batch([
+    registerEmbedModel(db, model),
+    db.prepare(`UPDATE images SET model = ${embedModelNumber('?1')} WHERE id = ?2 AND metadata = ?3`).bind(model, image.id, image.metadata),
+  ]);
+  return (result?.meta.changes ?? 0) > 0;
 }
 
 /**
@@ -155,8 +159,8 @@ export async function switchToNewModel(db: D1Database, reindex: Reindex): Promis
         `UPDATE apps SET embed_model = ?2 WHERE id = ?1 AND embed_model = ?3 AND ?2 != ?3
            AND EXISTS (SELECT 1 FROM reindexes WHERE app_id = ?1 AND state = 'embedding' AND step = ?5)
            AND NOT EXISTS (${pendingInsertsUpTo('?4')})
-           AND NOT EXISTS (SELECT 1 FROM images WHERE app_id = ?1 AND embed_model < ?2)
-           AND NOT EXISTS (SELECT 1 FROM images WHERE app_id = ?1 AND embed_model > ?2)`,
+           AND NOT EXISTS (SELECT 1 FROM images WHERE app_id = ?1 AND model < ${embedModelNumber('?2')})
+           AND NOT EXISTS (SELECT 1 FROM images WHERE app_id = ?1 AND model > ${embedModelNumber('?2')})`,
       )
       .bind(reindex.appId, reindex.toModel, reindex.fromModel, reindex.fromSeq, reindex.step),
     db
@@ -190,7 +194,7 @@ export async function oldModelWritesPending(db: D1Database, reindex: Reindex): P
  */
 export async function imagesAfter(db: D1Database, appId: string, model: string, cursor: number, limit: number): Promise<{ id: number; object_count: number }[]> {
   const { results } = await db
-    .prepare('SELECT id, object_count FROM images WHERE app_id = ? AND embed_model = ? AND id > ? ORDER BY id LIMIT ?')
+    .prepare(`SELECT id, object_count FROM images WHERE app_id = ?1 AND model = ${embedModelNumber('?2')} AND id > ?3 ORDER BY id LIMIT ?4`)
     .bind(appId, model, cursor, limit)
     .all<{ id: number; object_count: number }>();
   return results;
@@ -234,7 +238,7 @@ export async function noteReindexError(db: D1Database, appId: string, error: str
 /** The images of the application and how many of them are in `model`. */
 export async function imagesInModel(db: D1Database, appId: string, model: string): Promise<{ total: number; inModel: number }> {
   const row = await db
-    .prepare('SELECT COUNT(*) AS total, COALESCE(SUM(embed_model = ?2), 0) AS in_model FROM images WHERE app_id = ?1')
+    .prepare(`SELECT COUNT(*) AS total, COALESCE(SUM(model = ${embedModelNumber('?2')}), 0) AS in_model FROM images WHERE app_id = ?1`)
     .bind(appId, model)
     .first<{ total: number; in_model: number }>();
   return { total: row?.total ?? 0, inModel: row?.in_model ?? 0 };

@@ -259,7 +259,7 @@ export async function earlierInsertsPending(db: D1Database, tuning: Pick<Tuning,
 }
 
 /** An image as a tuning's steps read it: its label (null without one), how many object vectors it has, when it was applied. */
-export type TuningImage = { id: number; im_name: string; object_count: number; label: string | null; updated_at: string };
+export type TuningImage = { id: number; im_name: string; object_count: number; label: string | null; /** Milliseconds since the epoch. */ updated_at: number };
 
 /** The application's images after `cursor`, in id order, with their value of `field`. */
 export async function imagesForTuning(db: D1Database, appId: string, field: string, cursor: number, limit: number): Promise<TuningImage[]> {

@@ -1,8 +1,8 @@
 import { env } from 'cloudflare:test';
 import { inject, it } from 'vitest';
 import { inference } from '../../src/ports/inference';
+import { embedModelNumber, registerEmbedModel } from '../../src/storage/model-numbers';
 import { imageVectors } from '../../src/storage/vectors';
-import { formatTimestamp } from '../../src/time';
 import { latencyOf, type Latency } from '../../scripts/lib/latency';
 import { basicAuth, call, createApp, imageBytes, uploadsearch, type Credentials } from '../worker/helpers';
 
@@ -44,21 +44,22 @@ const imName = (i: number): string => `synthetic-${i}`;
 async function fill(appId: string, dimensions: number, from: number, to: number): Promise<void> {
   for (let start = from; start < to; start += FILL_CHUNK) {
     const names = Array.from({ length: Math.min(FILL_CHUNK, to - start) }, (_, k) => imName(start + k));
-    const now = formatTimestamp();
+    const now = Date.now();
     const [allocated] = await env.DB.batch<{ id: number }>([
       env.DB.prepare('INSERT INTO image_ids (id) SELECT NULL FROM json_each(?) WHERE true RETURNING id').bind(JSON.stringify(names)),
       env.DB.prepare('DELETE FROM image_ids'),
     ]);
     const rows = names.map((name, k) => [allocated!.results[k]!.id, name]);
-    await env.DB.prepare(
-      `INSERT INTO images (id, app_id, im_name, im_url, blob_key, format, width, height, metadata, object_count, colors, created_at, updated_at)
-       SELECT json_extract(value, '$[0]'), ?1, json_extract(value, '$[1]'), 'https://example.com/' || json_extract(value, '$[1]') || '.jpg',
-         ?1 || '/' || json_extract(value, '$[1]'),
-         'jpeg', 640, 480, '{}', 0, '[]', ?2, ?2
-       FROM json_each(?3)`,
-    )
-      .bind(appId, now, JSON.stringify(rows))
-      .run();
+    await env.DB.batch([
+      registerEmbedModel(env.DB, env.EMBED_MODEL),
+      env.DB.prepare(
+        `INSERT INTO images (id, app_id, im_name, im_url, blob_key, format, width, height, metadata, object_count, colors, model, created_at, updated_at)
+         SELECT json_extract(value, '$[0]'), ?1, json_extract(value, '$[1]'), 'https://example.com/' || json_extract(value, '$[1]') || '.jpg',
+           ?1 || '/' || json_extract(value, '$[1]'),
+           'jpeg', 640, 480, '{}', 0, '', ${embedModelNumber('?4')}, ?2, ?2
+         FROM json_each(?3)`,
+      ).bind(appId, now, JSON.stringify(rows), env.EMBED_MODEL),
+    ]);
     await imageVectors(env, env.EMBED_MODEL).upsert(rows.map(([id]) => ({ id: String(id), namespace: appId, values: unitVector(dimensions), metadata: {} })));
   }
 }

@@ -54,7 +54,8 @@ describe('GET /colorsearch', () => {
   it('finds real images by their own extracted colours near the top', async () => {
     for (const file of REAL) {
       const row = await env.DB.prepare('SELECT colors FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, file).first<{ colors: string }>();
-      const palette = (JSON.parse(row!.colors) as { hex: string; ratio: number }[]).slice(0, 5);
+      // rrggbb and the ratio times 255, per colour (migrations/0023).
+      const palette = (row!.colors.match(/.{8}/g) ?? []).map((color) => ({ hex: color.slice(0, 6), ratio: parseInt(color.slice(6), 16) / 255 })).slice(0, 5);
       expect(palette.length, file).toBeGreaterThan(0);
       const query = palette.map((color) => `color=${color.hex}:${Math.max(1, Math.round(color.ratio * 100))}`).join('&');
       const top = names((await colorsearch(app, `${query}&limit=3`)).body);

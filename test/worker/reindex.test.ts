@@ -82,7 +82,8 @@ async function waitForReindex(app: Credentials, state: 'done' | 'failed', timeou
 
 const liveImages = async (app: Credentials) =>
   (
-    await env.DB.prepare('SELECT id, im_name, embed_model, object_count FROM images WHERE app_id = ? ORDER BY id')
+    // The model's id, from its number in the row (migrations/0023).
+    await env.DB.prepare('SELECT i.id, i.im_name, m.name AS embed_model, i.object_count FROM images i JOIN embed_models m ON m.id = i.model WHERE i.app_id = ? ORDER BY i.id')
       .bind(app.app_id)
       .all<{ id: number; im_name: string; embed_model: string; object_count: number }>()
   ).results;
