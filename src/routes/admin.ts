@@ -18,7 +18,7 @@ import { getReindex, imagesInModel, reindexUnderWay, resumeReindex, startReindex
 import { getTuning, startTuning, TUNING_UNDER_WAY, untune } from '../storage/tunings';
 import { appCacheTtlMs } from '../storage/app-cache';
 import { groupsOf, indexFills, placeApplication, placeGroups, PlacementRefused } from '../storage/placement';
-import { CONTROL_DATABASE, databaseFills } from '../storage/databases';
+import { databaseFills, placeNewApplication } from '../storage/databases';
 
 const describe = (app: AppRecord) => ({
   app_id: app.id,
@@ -33,10 +33,10 @@ const describe = (app: AppRecord) => ({
   embed_model: app.embedModel,
   product_types: app.productTypes,
   tuning: app.tuning,
-  placement: { database: CONTROL_DATABASE, indexes: app.placement ?? {} },
+  placement: { database: app.database, indexes: app.placement ?? {} },
 });
 
-/** A placement that finds every index of a group full answers 507, naming the setting to add one to. */
+/** A placement that finds every index of a group (or every database) full answers 507, naming the setting to add one to. */
 const placing = <T>(placement: Promise<T>): Promise<T> =>
   placement.catch((error: unknown) => {
     if (error instanceof PlacementRefused) throw new ApiError(507, error.message);
@@ -60,8 +60,9 @@ const createAppHandler: Handler<AppEnv> = async (c) => {
   requireEmbedModel(c.env, embedModel);
   // The secret key and the app key are answered this once: only their digests are kept.
   const { credentials, stored } = await newAppKeys(name);
-  const placement = await placing(placeGroups(c.env, {}, groupsOf(c.env, embedModel), 0));
-  await createApp(c.env.DB, stored, embedModel, placement);
+  const [placement, database] = await Promise.all([placing(placeGroups(c.env, {}, groupsOf(c.env, embedModel), 0)), placeNewApplication(c.env)]);
+  if (database === null) throw new ApiError(507, 'Every D1 database is full: add one to D1_DATABASES.');
+  await createApp(c.env.DB, stored, embedModel, placement, database);
   return c.json({ status: 'OK', ...credentials, name }, 201);
 };
 

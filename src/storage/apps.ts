@@ -39,6 +39,8 @@ export type AppRecord = {
   tuning: number | null;
   /** Where its shards live (storage/placement.ts); null: made before placement, in each group's first index. */
   placement: Placement | null;
+  /** The D1 binding its catalog rows are in (storage/databases.ts). */
+  database: string;
 };
 /** What is stored of a new application's keys: the secret key and the app key only as digests (auth/keys.ts). */
 export type NewApp = { id: string; name: string; accessKey: string; secretKeyHash: string; appKeyHash: string };
@@ -58,6 +60,7 @@ type AppRow = {
   product_types: string | null;
   tuning: number | null;
   placement: string | null;
+  database: string;
 };
 
 const toRecord = (row: AppRow): AppRecord => ({
@@ -76,6 +79,7 @@ const toRecord = (row: AppRow): AppRecord => ({
   productTypes: productTypesOf(row.product_types),
   tuning: row.tuning,
   placement: row.placement === null ? null : (JSON.parse(row.placement) as Placement),
+  database: row.database,
 });
 
 /** The `product_types` column as stored (JSON, written by setProductTypes); null: the service's defaults. */
@@ -92,13 +96,13 @@ export async function setProductTypes(db: D1Database, appId: string, types: Voca
   forgetApp(appId);
 }
 
-/** A new application, on `embedModel`, its shards where `placement` says. */
-export async function createApp(db: D1Database, app: NewApp, embedModel: string, placement: Placement): Promise<void> {
+/** A new application, on `embedModel`, its shards where `placement` says and its catalog in `database`. */
+export async function createApp(db: D1Database, app: NewApp, embedModel: string, placement: Placement, database: string): Promise<void> {
   await db
     .prepare(
-      'INSERT INTO apps (id, name, access_key, secret_key_hash, app_key_hash, embed_model, placement, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO apps (id, name, access_key, secret_key_hash, app_key_hash, embed_model, placement, database, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
     )
-    .bind(app.id, app.name, app.accessKey, app.secretKeyHash, app.appKeyHash, embedModel, JSON.stringify(placement), formatTimestamp())
+    .bind(app.id, app.name, app.accessKey, app.secretKeyHash, app.appKeyHash, embedModel, JSON.stringify(placement), database, formatTimestamp())
     .run();
 }
 
