@@ -1,5 +1,6 @@
 import type { Env } from '../env';
 import { placeDatabase } from '../placement/databases';
+import { DATABASE_SLOTS } from './sequence';
 
 /** The D1 binding holding applications, keys, settings and placement (docs/decisions.md, "Placement"), and catalogs too. */
 export const CONTROL_DATABASE = 'DB';
@@ -10,8 +11,12 @@ export function databaseNames(env: Pick<Env, 'D1_DATABASES'>): readonly string[]
     .map((name) => name.trim())
     .filter((name) => name !== '');
   if (names[0] !== CONTROL_DATABASE) throw new Error(`D1_DATABASES must list ${CONTROL_DATABASE} first`);
+  if (names.length > DATABASE_SLOTS) throw new Error(`D1_DATABASES lists more than ${DATABASE_SLOTS} databases`);
   return names;
 }
+
+/** A database's position in D1_DATABASES, part of every number it allocates (storage/sequence.ts). */
+export const databasePosition = (env: Pick<Env, 'D1_DATABASES'>, name: string): number => databaseNames(env).indexOf(name);
 
 /** A binding D1_DATABASES lists; in a request's env copy, metered as the request reads (storage/d1-meter.ts). */
 export function databaseNamed(env: Env, name: string): D1Database {
