@@ -4,7 +4,7 @@ import { getSchema } from '../storage/apps';
 import { getImagesByIds } from '../storage/images';
 import { deleteRetiredVersions } from '../storage/retired';
 import { staleVectorsFailed, staleVectorsLeft, vectorsRewritten, type StaleVectors } from '../storage/stale-vectors';
-import { deleteFinishedTransactions, findStalledItems, insertStatusRetentionHours, recordSweep } from '../storage/transactions';
+import { deleteFinishedTransactions, findStalledItems, insertStatusRetentionHours, itemStartedSince, recordSweep } from '../storage/transactions';
 import { formatTimestamp } from '../time';
 import { databaseNamed, databaseNames } from '../storage/databases';
 import { failForGood } from './dead-letters';
@@ -59,9 +59,13 @@ async function rewriteStaleVectors(env: Env, database: string, stale: StaleVecto
  */
 export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent: number; failed: number }> {
   const swept = { resent: 0, failed: 0 };
+  const before = formatTimestamp(new Date(now.getTime() - STALL_MINUTES * 60_000));
+  // The queue is shared: it is idle only while no item of any database was started.
+  const started = await Promise.all(databaseNames(env).map((database) => itemStartedSince(databaseNamed(env, database), before)));
+  const queueIdle = !started.includes(true);
   // Each database in turn, each in the bounded batches below; then the staged files, named by applications.
   for (const database of databaseNames(env)) {
-    const { resent, failed } = await sweepDatabase(env, database, now);
+    const { resent, failed } = await sweepDatabase(env, database, now, { before, queueIdle });
     swept.resent += resent;
     swept.failed += failed;
   }
@@ -71,10 +75,9 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
 }
 
 /** One database's part of a sweep, logged in one line. */
-async function sweepDatabase(env: Env, database: string, now: Date): Promise<{ resent: number; failed: number }> {
+async function sweepDatabase(env: Env, database: string, now: Date, { before, queueIdle }: { before: string; queueIdle: boolean }): Promise<{ resent: number; failed: number }> {
   const db = databaseNamed(env, database);
-  const before = formatTimestamp(new Date(now.getTime() - STALL_MINUTES * 60_000));
-  const stalled = (await findStalledItems(db, before, ITEMS_PER_RUN)).map((item) => ({ ...item, database }));
+  const stalled = (await findStalledItems(db, before, ITEMS_PER_RUN, queueIdle)).map((item) => ({ ...item, database }));
   const exhausted = stalled.filter((item) => item.sweeps >= MAX_SWEEPS);
   const resend = stalled.filter((item) => item.sweeps < MAX_SWEEPS);
   for (const item of exhausted) await failForGood(env, database, item.transId, item.index);

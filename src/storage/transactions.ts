@@ -245,22 +245,28 @@ export async function hasEarlierPendingItem(db: D1Database, appId: string, imNam
 /** A pending item of a transaction that stopped making progress, and how often it was re-sent already. */
 export type StalledItem = { transId: number; index: number; sweeps: number };
 
+/** Whether a consumer started an item of `db` since `since`: with every database's answer, whether the queue is busy. */
+export async function itemStartedSince(db: D1Database, since: string): Promise<boolean> {
+  return (await db.prepare('SELECT EXISTS (SELECT 1 FROM insert_items WHERE started_at >= ?) AS started').bind(since).first<number>('started')) === 1;
+}
+
 /**
  * Pending items whose message looks lost, oldest first: one a consumer started before `before` and never settled (it
- * died with it), and, only while no consumer started anything since `before` (the queue is idle, not behind a
- * backlog), one never started of a transaction older than that. An item queued behind a long import is neither.
+ * died with it), and, only while no consumer started anything since `before` in any database (`queueIdle`: the queue
+ * is idle, not behind a backlog), one never started of a transaction older than that. An item queued behind a long
+ * import is neither.
  */
-export async function findStalledItems(db: D1Database, before: string, limit: number): Promise<StalledItem[]> {
+export async function findStalledItems(db: D1Database, before: string, limit: number, queueIdle: boolean): Promise<StalledItem[]> {
   const { results } = await db
     .prepare(
       `SELECT i.trans_id, i.item_index, i.sweeps FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
        WHERE i.state = 'pending' AND (
          (i.started_at IS NOT NULL AND i.started_at < ?1)
-         OR (i.started_at IS NULL AND t.start_time < ?1 AND NOT EXISTS (SELECT 1 FROM insert_items WHERE started_at >= ?1))
+         OR (i.started_at IS NULL AND t.start_time < ?1 AND ?3)
        )
        ORDER BY i.trans_id, i.item_index LIMIT ?2`,
     )
-    .bind(before, limit)
+    .bind(before, limit, queueIdle ? 1 : 0)
     .all<{ trans_id: number; item_index: number; sweeps: number }>();
   return results.map((row) => ({ transId: row.trans_id, index: row.item_index, sweeps: row.sweeps }));
 }

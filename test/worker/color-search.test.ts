@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createApp, fixtureUrl, insertAndWait, search, type Credentials, type SearchBody } from './helpers';
+import { createApp, fixtureUrl, insertAndWait, search, type Credentials, type SearchBody, catalogOf } from './helpers';
 
 /** Synthetic images with known palettes: stripes of pure colours in known shares. */
 const SYNTHETIC: Record<string, string> = {
@@ -53,7 +53,7 @@ describe('GET /colorsearch', () => {
 
   it('finds real images by their own extracted colours near the top', async () => {
     for (const file of REAL) {
-      const row = await env.DB.prepare('SELECT colors FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, file).first<{ colors: string }>();
+      const row = await (await catalogOf(app)).prepare('SELECT colors FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, file).first<{ colors: string }>();
       const palette = (JSON.parse(row!.colors) as { hex: string; ratio: number }[]).slice(0, 5);
       expect(palette.length, file).toBeGreaterThan(0);
       const query = palette.map((color) => `color=${color.hex}:${Math.max(1, Math.round(color.ratio * 100))}`).join('&');
