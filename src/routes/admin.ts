@@ -62,7 +62,7 @@ const createAppHandler: Handler<AppEnv> = async (c) => {
   const { credentials, stored } = await newAppKeys(name);
   const [placement, database] = await Promise.all([placing(placeGroups(c.env, {}, groupsOf(c.env, embedModel), 0)), placeNewApplication(c.env)]);
   if (database === null) throw new ApiError(507, 'Every D1 database is full: add one to D1_DATABASES.');
-  await createApp(c.env.DB, stored, embedModel, placement, database);
+  await createApp(c.env, stored, embedModel, placement, database);
   return c.json({ status: 'OK', ...credentials, name }, 201);
 };
 

@@ -2,7 +2,7 @@ import type { DetectVocabulary, VocabularyType } from '@edge-image-search/contra
 import type { Env } from '../env';
 import { formatTimestamp } from '../time';
 import { APP_CACHE_ENTRIES, AppCache, appCacheTtlMs } from './app-cache';
-import { catalogDatabase, databasePosition } from './databases';
+import { catalogDatabase, CONTROL_DATABASE, databaseNamed, databasePosition } from './databases';
 import type { Placement } from './placement';
 import { forgetNumbers, numberTaken, takeNumber } from './sequence';
 import { isCarriedByVectors } from './vector-metadata';
@@ -98,13 +98,23 @@ export async function setProductTypes(db: D1Database, appId: string, types: Voca
   forgetApp(appId);
 }
 
-/** A new application, on `embedModel`, its shards where `placement` says and its catalog in `database`. */
-export async function createApp(db: D1Database, app: NewApp, embedModel: string, placement: Placement, database: string): Promise<void> {
-  await db
-    .prepare(
-      'INSERT INTO apps (id, name, access_key, secret_key_hash, app_key_hash, embed_model, placement, database, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    )
-    .bind(app.id, app.name, app.accessKey, app.secretKeyHash, app.appKeyHash, embedModel, JSON.stringify(placement), database, formatTimestamp())
+/**
+ * A new application, on `embedModel`, its shards where `placement` says and its catalog in `database`. A catalog
+ * database other than the control one gets a row of the application too, first: only the target of its catalog
+ * tables' foreign keys (their rows go when it is deleted), holding no key nor setting, never read.
+ */
+export async function createApp(env: Env, app: NewApp, embedModel: string, placement: Placement, database: string): Promise<void> {
+  const createdAt = formatTimestamp();
+  if (database !== CONTROL_DATABASE) {
+    await databaseNamed(env, database)
+      .prepare("INSERT INTO apps (id, name, access_key, secret_key_hash, app_key_hash, embed_model, database, created_at) VALUES (?1, '', ?1, '', ?1, ?2, ?3, ?4)")
+      .bind(app.id, embedModel, database, createdAt)
+      .run();
+  }
+  await env.DB.prepare(
+    'INSERT INTO apps (id, name, access_key, secret_key_hash, app_key_hash, embed_model, placement, database, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  )
+    .bind(app.id, app.name, app.accessKey, app.secretKeyHash, app.appKeyHash, embedModel, JSON.stringify(placement), database, createdAt)
     .run();
 }
 
