@@ -69,8 +69,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   useLocalWrangler();
   const persist = options.persistTo ? ['--persist-to', options.persistTo] : [];
   const output = options.log ?? 'inherit';
-  const migrate = spawnSync(wranglerBin, ['d1', 'migrations', 'apply', 'image-search', '--local', ...persist], { stdio: ['ignore', output, output], cwd: ROOT });
-  if (migrate.status !== 0) throw new Error('applying the D1 migrations failed');
+  // Each local database (wrangler.toml: DB and DB_2) gets every migration.
+  for (const database of ['image-search', 'image-search-2']) {
+    const migrate = spawnSync(wranglerBin, ['d1', 'migrations', 'apply', database, '--local', ...persist], { stdio: ['ignore', output, output], cwd: ROOT });
+    if (migrate.status !== 0) throw new Error(`applying the D1 migrations to ${database} failed`);
+  }
 
   const chosen = options.embedModels ?? (process.env.INFERENCE_EMBED_MODELS || undefined);
   console.log(

@@ -89,4 +89,4 @@ export const authenticate = (options: { allowAppKey: boolean }) =>
  * trip less on `/insert` when the isolate's copy had expired).
  */
 export const storedSchema = async (c: Context<AppEnv>): Promise<StoredField[]> =>
-  c.var.schemaReadNow ? c.var.schema : getSchema(c.env.DB, c.var.app.id);
+  c.var.schemaReadNow ? c.var.schema : getSchema(c.env, c.var.app);

@@ -24,6 +24,6 @@ export async function consumeIngestBatch(batch: MessageBatch<IngestMessage>, env
     ),
   ]);
   // Once per application of the batch, not once per image: each call reads and deletes the same backlog.
-  const apps = new Set(retiring.filter((appId) => appId !== undefined));
-  await Promise.all([...apps].map((appId) => deleteRetiredSoon(env, appId)));
+  const apps = new Map(retiring.flatMap((app) => (app === undefined ? [] : [[app.id, app]])));
+  await Promise.all([...apps.values()].map((app) => deleteRetiredSoon(env, app)));
 }

@@ -2,6 +2,7 @@ import type { Env } from '../env';
 import { GENERAL } from '../http/messages';
 import { MAX_DETECTED_OBJECTS } from '../ports/inference/types';
 import { imageBlobKey } from '../storage/blobs';
+import { CONTROL_DATABASE, databaseNamed } from '../storage/databases';
 import { retireUnlessLive } from '../storage/retired';
 import { getPendingItem, isMetadataUpdate, settleItem, type ItemOutcome } from '../storage/transactions';
 import { isJobMessage, type IngestMessage } from './message';
@@ -15,15 +16,16 @@ const FAILED_BY_SYSTEM: ItemOutcome = { state: 'failed', code: 500, message: GEN
  * retired and its staged file deleted, so nothing it left stays behind. The dead-letter consumer and the sweeper end
  * items this way.
  */
-export async function failForGood(env: Env, transId: number, index: number): Promise<void> {
-  const item = await getPendingItem(env.DB, transId, index);
+export async function failForGood(env: Env, database: string, transId: number, index: number): Promise<void> {
+  const item = await getPendingItem(env, database, transId, index);
   if (!item) return;
+  const db = databaseNamed(env, database);
   if (!isMetadataUpdate(item)) {
     const blobKey = imageBlobKey(item.appId, item.imName, item.seq);
     // However many objects it found, its object vectors are among the first MAX_DETECTED_OBJECTS ids.
-    await retireUnlessLive(env.DB, { id: item.seq, appId: item.appId, blobKey, objectCount: MAX_DETECTED_OBJECTS }).run();
+    await retireUnlessLive(db, { id: item.seq, appId: item.appId, blobKey, objectCount: MAX_DETECTED_OBJECTS }).run();
   }
-  await settleItem(env.DB, transId, index, FAILED_BY_SYSTEM);
+  await settleItem(db, transId, index, FAILED_BY_SYSTEM);
   await releaseStaged(env, item);
 }
 
@@ -43,9 +45,9 @@ export async function consumeDeadLetters(batch: MessageBatch<IngestMessage>, env
       message.ack();
       continue;
     }
-    const { transId, index } = message.body;
-    console.error(JSON.stringify({ event: 'insert_dead_letter', transId, index, attempts: message.attempts }));
-    await failForGood(env, transId, index);
+    const { transId, index, database = CONTROL_DATABASE } = message.body;
+    console.error(JSON.stringify({ event: 'insert_dead_letter', transId, index, database, attempts: message.attempts }));
+    await failForGood(env, database, transId, index);
     message.ack();
   }
 }

@@ -9,6 +9,7 @@ import { hasSupportedDimensions, probeImage, type ImageInfo } from '../images/pr
 import { inference } from '../ports/inference';
 import { UndecodableImageError, type Prediction } from '../ports/inference/types';
 import { imageBlobKey, putImageBlob } from '../storage/blobs';
+import { catalogDatabase, CONTROL_DATABASE, databaseNamed } from '../storage/databases';
 import { applyVersion, mergeImageMetadata } from '../storage/images';
 import { vectorsRewritten } from '../storage/stale-vectors';
 import {
@@ -33,6 +34,9 @@ import { releaseStaged } from './staged-uploads';
 
 /** Bytes an inserted image may have: a 40 MP image compresses well below this. */
 export const MAX_IMAGE_BYTES = 50 * 1024 * 1024;
+
+/** The item's application as the storage functions name it: its id and catalog database. */
+const appOf = (item: PendingItem): { id: string; database: string } => ({ id: item.appId, database: item.database });
 
 /** A failure that retrying cannot mend: the item is settled as failed with this spec error. */
 class ItemRejected extends Error {
@@ -68,7 +72,7 @@ async function fetchAndPredict(
   item: PendingItem,
 ): Promise<{ bytes: Uint8Array; info: ImageInfo; prediction: Prediction; embeddings: ModelEmbedding[] }> {
   // Read while the image downloads; read after the item was accepted, so a reindex begun before is seen.
-  const [bytes, { models, vocabulary, tuning }] = await Promise.all([imageBytes(env, item), writeTargets(env.DB, item.appId)]);
+  const [bytes, { models, vocabulary, tuning }] = await Promise.all([imageBytes(env, item), writeTargets(env, appOf(item))]);
   const info = probeImage(bytes);
   if (!info) throw new ItemRejected(DATA_ERRORS.unsupportedFormat);
   if (!hasSupportedDimensions(info)) throw new ItemRejected(DATA_ERRORS.unsupportedDimension);
@@ -100,8 +104,9 @@ async function fetchAndPredict(
  * new version wrote is retired if it never applies.
  */
 async function ingest(env: Env, item: PendingItem): Promise<void> {
+  const db = catalogDatabase(env, item);
   // The schema is read while the image is fetched and predicted: neither waits for the other.
-  const [schema, { bytes, info, prediction, embeddings }] = await Promise.all([getSchema(env.DB, item.appId), fetchAndPredict(env, item)]);
+  const [schema, { bytes, info, prediction, embeddings }] = await Promise.all([getSchema(env, appOf(item)), fetchAndPredict(env, item)]);
   const blobKey = imageBlobKey(item.appId, item.imName, item.seq);
   const objects = prediction.detect.objects;
   const metadata = vectorMetadata(item.metadata, schema);
@@ -110,7 +115,7 @@ async function ingest(env: Env, item: PendingItem): Promise<void> {
     writeImageVectors(env, { id: item.seq, appId: item.appId, metadata }, embeddings, prediction.colors.palette, objects),
   ]);
   await applyVersion(
-    env.DB,
+    db,
     {
       id: item.seq,
       appId: item.appId,
@@ -129,7 +134,7 @@ async function ingest(env: Env, item: PendingItem): Promise<void> {
     item,
     // A version that lost to a later insert of the name is still done: the item was processed, the later one won. One
     // a remove overtook was failed by it (storage/transactions.ts, cancelPendingItems): this settles nothing then.
-    settleStatements(env.DB, item.transId, item.index, { state: 'done' }),
+    settleStatements(db, item.transId, item.index, { state: 'done' }),
   );
 }
 
@@ -140,25 +145,27 @@ async function ingest(env: Env, item: PendingItem): Promise<void> {
  */
 async function updateMetadata(env: Env, item: PendingItem): Promise<void> {
   const attempt = crypto.randomUUID();
-  const merged = await mergeImageMetadata(env.DB, item, attempt);
+  const db = catalogDatabase(env, item);
+  const merged = await mergeImageMetadata(db, item, attempt);
   if (merged.kind === 'merged') {
     // Read after the merge, which holds a reindex's retire pass back: an old model emptied since is not written again.
-    const [schema, { models }] = await Promise.all([getSchema(env.DB, item.appId), writeTargets(env.DB, item.appId)]);
+    const [schema, { models }] = await Promise.all([getSchema(env, appOf(item)), writeTargets(env, appOf(item))]);
     await replaceVectorMetadata(env, merged.image, vectorMetadata(merged.image.metadata, schema), models);
   }
   // Not in the collection: the insert it waited for failed (a remove since its acceptance failed it already, with 111).
   const { code, message } = DATA_ERRORS.imageNotFound;
   const outcome: ItemOutcome = merged.kind === 'missing' ? { state: 'failed', code, message } : { state: 'done' };
-  await env.DB.batch([...settleStatements(env.DB, item.transId, item.index, outcome), vectorsRewritten(env.DB, attempt)]);
+  await db.batch([...settleStatements(db, item.transId, item.index, outcome), vectorsRewritten(db, attempt)]);
 }
 
 /**
  * An insert item's message; answers the application whose retired versions may wait to be deleted: one replaced by
  * an image it made live, or one whose deletion an update held back while it rewrote its vectors.
  */
-export async function handleInsertMessage(env: Env, message: Message<InsertMessage>): Promise<string | undefined> {
-  const { transId, index } = message.body;
-  const item = await getPendingItem(env.DB, transId, index);
+export async function handleInsertMessage(env: Env, message: Message<InsertMessage>): Promise<{ id: string; database: string } | undefined> {
+  const { transId, index, database = CONTROL_DATABASE } = message.body;
+  const db = databaseNamed(env, database);
+  const item = await getPendingItem(env, database, transId, index);
   if (!item) {
     message.ack(); // already settled: a redelivery
     return undefined;
@@ -166,19 +173,19 @@ export async function handleInsertMessage(env: Env, message: Message<InsertMessa
   try {
     // Checked before the item counts as started: a waiting update must not look like work under way to the sweeper,
     // or an earlier item whose message was lost would never be sent again, and the update would wait forever.
-    if (isMetadataUpdate(item) && (await hasEarlierPendingItem(env.DB, item.appId, item.imName, item.seq))) throw new Deferred();
+    if (isMetadataUpdate(item) && (await hasEarlierPendingItem(db, item.appId, item.imName, item.seq))) throw new Deferred();
     if (isMetadataUpdate(item)) {
-      await markStarted(env.DB, transId, index);
+      await markStarted(db, transId, index);
       await updateMetadata(env, item);
     } else {
       // Marked while the image is fetched: the mark only has to land before the message is acknowledged.
-      await Promise.all([markStarted(env.DB, transId, index), ingest(env, item)]);
+      await Promise.all([markStarted(db, transId, index), ingest(env, item)]);
     }
     await releaseStaged(env, item);
     message.ack();
   } catch (error) {
     if (error instanceof ItemRejected) {
-      await settleItem(env.DB, transId, index, { state: 'failed', code: error.error.code, message: error.error.message });
+      await settleItem(db, transId, index, { state: 'failed', code: error.error.code, message: error.error.message });
       await releaseStaged(env, item);
       message.ack();
       return undefined;
@@ -189,5 +196,5 @@ export async function handleInsertMessage(env: Env, message: Message<InsertMessa
     });
     return undefined;
   }
-  return item.appId;
+  return appOf(item);
 }

@@ -4,6 +4,8 @@
  * redelivery, a resume by the sweeper) stops at its next step, because the job's row has moved on.
  */
 import type { Env } from '../env';
+import { getApp, type AppRecord } from '../storage/apps';
+import { catalogDatabase } from '../storage/databases';
 import { sendJobMessage, type JobMessage } from './message';
 import { DEFER_SECONDS, tryAgainLater } from './retry-policy';
 
@@ -20,7 +22,8 @@ export type JobKind<M extends JobMessage> = {
   name: string;
   appOf: (body: M) => string;
   message: (appId: string, step: number) => M;
-  run: (env: Env, appId: string, step: number) => Promise<JobStep>;
+  run: (env: Env, app: AppRecord, step: number) => Promise<JobStep>;
+  /** Keeps a step's error in the job's row, in the application's catalog database. */
   noteError: (db: D1Database, appId: string, error: string) => Promise<void>;
 };
 
@@ -28,8 +31,15 @@ export type JobKind<M extends JobMessage> = {
 export async function handleJobMessage<M extends JobMessage>(env: Env, message: Message<M>, kind: JobKind<M>): Promise<void> {
   const appId = kind.appOf(message.body);
   const { step } = message.body;
+  let app: AppRecord | null = null;
   try {
-    const after = await kind.run(env, appId, step);
+    // Read each step: the job's row is in the application's catalog database.
+    app = await getApp(env.DB, appId);
+    if (!app) {
+      message.ack();
+      return;
+    }
+    const after = await kind.run(env, app, step);
     if (after.next !== 'ended') {
       await sendJobMessage(env.INSERT_QUEUE, kind.message(appId, after.step), after.next === 'wait' ? { delaySeconds: after.delaySeconds ?? DEFER_SECONDS } : {});
     }
@@ -38,7 +48,7 @@ export async function handleJobMessage<M extends JobMessage>(env: Env, message: 
     // Past max_retries the dead-letter consumer drops it; the sweeper resumes the stalled job (sweeper.ts).
     await tryAgainLater(env.INSERT_QUEUE, message, error, async () => {
       console.error(JSON.stringify({ event: `${kind.name}_step_error`, appId, step, attempt: message.attempts, error: String(error) }));
-      await kind.noteError(env.DB, appId, String(error)).catch(() => undefined);
+      if (app) await kind.noteError(catalogDatabase(env, app), appId, String(error)).catch(() => undefined);
     });
   }
 }

@@ -1,8 +1,9 @@
 /**
- * One queue message per accepted image; everything else about it waits in D1 (messages are capped at 128 KB).
+ * One queue message per accepted image; everything else about it waits in D1 (messages are capped at 128 KB), in the
+ * catalog `database` of its application (absent in a message sent before there were several: the control database).
  * `busy`: how many times the inference service has refused it as busy, for the backoff of the next try.
  */
-export type InsertMessage = { transId: number; index: number; busy?: number };
+export type InsertMessage = { transId: number; index: number; database?: string; busy?: number };
 /** Step `step` of an application's reindex (ingest/reindex.ts); `busy` as above. */
 export type ReindexMessage = { reindex: string; step: number; busy?: number };
 /** Step `step` of an application's tuning (ingest/tuning.ts); `busy` as above. */
@@ -19,11 +20,11 @@ export const isReindexMessage = (message: IngestMessage): message is ReindexMess
 export const MAX_MESSAGES_PER_SEND = 100;
 
 /**
- * Sends one message for each item (at most MAX_MESSAGES_PER_SEND), carrying only its transaction and index: from
+ * Sends one message for each item (at most MAX_MESSAGES_PER_SEND), carrying only its transaction, index and database: from
  * /insert, from the sweeper for a message that looks lost, and from the consumer for an item that must wait.
  */
 export async function sendInsertMessages(queue: Queue<IngestMessage>, items: InsertMessage[], options?: QueueSendBatchOptions): Promise<void> {
-  await queue.sendBatch(items.map(({ transId, index, busy }) => ({ body: busy ? { transId, index, busy } : { transId, index } })), options);
+  await queue.sendBatch(items.map(({ transId, index, database, busy }) => ({ body: { transId, index, ...(database === undefined ? {} : { database }), ...(busy ? { busy } : {}) } })), options);
 }
 
 /** Sends a step of an application's job: from the admin API, the sweeper, and the step before. */

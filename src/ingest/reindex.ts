@@ -12,7 +12,8 @@ import type { Env } from '../env';
 import { inference } from '../ports/inference';
 import { UndecodableImageError, UnknownEmbedModelError, type DetectVocabulary } from '../ports/inference/types';
 import { appCacheTtlMs } from '../storage/app-cache';
-import { getSchema, type SchemaField } from '../storage/apps';
+import { getSchema, type AppRecord, type SchemaField } from '../storage/apps';
+import { catalogDatabase } from '../storage/databases';
 import { getImagesByIds } from '../storage/images';
 import type { ImageMetadata } from '../storage/metadata';
 import {
@@ -43,8 +44,8 @@ const RETIRE_CHUNK = 100;
 /** The reindex cannot go on without the operator: it is recorded as failed, and the application stays where it is. */
 export class ReindexFailed extends Error {}
 
-async function reembed(env: Env, reindex: Reindex, image: ImageToReembed, schema: SchemaField[], vocabulary: DetectVocabulary | undefined): Promise<void> {
-  const stillLive = async () => (await getImagesByIds(env.DB, reindex.appId, [image.id], [])).size > 0;
+async function reembed(env: Env, db: D1Database, reindex: Reindex, image: ImageToReembed, schema: SchemaField[], vocabulary: DetectVocabulary | undefined): Promise<void> {
+  const stillLive = async () => (await getImagesByIds(db, reindex.appId, [image.id], [])).size > 0;
   const stored = await env.BLOBS.get(image.blob_key);
   if (!stored) {
     // A version replaced or removed since it was listed has nothing left to embed; a live one must have its bytes.
@@ -66,7 +67,7 @@ async function reembed(env: Env, reindex: Reindex, image: ImageToReembed, schema
   // The same detector finds the same objects; the version's count bounds the ids its other vectors use.
   const objects = prediction.detect.objects.slice(0, image.object_count);
   await writeEmbedding(env, { id: image.id, appId: reindex.appId, metadata }, { model: reindex.toModel, vector: prediction.embed.vector, objects });
-  if (await markReembedded(env.DB, image, reindex.toModel)) return;
+  if (await markReembedded(db, image, reindex.toModel)) return;
   // Retired while it was embedded: what it wrote now is deleted too (the retired version's deletion may have run first).
   if (!(await stillLive())) await deleteEmbeddings(env, reindex.toModel, [image]);
 }
@@ -96,34 +97,36 @@ export async function embedModelProblem(env: Env, model: string): Promise<string
 }
 
 /** Step `step` of an application's reindex (a queue message's work). Throws what the queue should retry. */
-export async function continueReindex(env: Env, appId: string, step: number): Promise<JobStep> {
-  const reindex = await getReindex(env.DB, appId);
+export async function continueReindex(env: Env, app: AppRecord, step: number): Promise<JobStep> {
+  const appId = app.id;
+  const db = catalogDatabase(env, app);
+  const reindex = await getReindex(db, appId);
   if (!reindex || reindex.step !== step || (reindex.state !== 'embedding' && reindex.state !== 'retiring')) return ENDED;
   if (reindex.state === 'retiring') {
-    if (await oldModelWritesPending(env.DB, reindex)) return nextStep('wait', await advanceReindex(env.DB, reindex));
-    const images = await imagesAfter(env.DB, appId, reindex.toModel, reindex.retireCursor, RETIRE_CHUNK);
+    if (await oldModelWritesPending(db, reindex)) return nextStep('wait', await advanceReindex(db, reindex));
+    const images = await imagesAfter(db, appId, reindex.toModel, reindex.retireCursor, RETIRE_CHUNK);
     await deleteEmbeddingsExcept(env, reindex.toModel, images);
     if (images.length === 0) {
-      await advanceReindex(env.DB, reindex, { done: true });
+      await advanceReindex(db, reindex, { done: true });
       return ENDED;
     }
-    return nextStep('now', await advanceReindex(env.DB, reindex, { retireCursor: images.at(-1)!.id }));
+    return nextStep('now', await advanceReindex(db, reindex, { retireCursor: images.at(-1)!.id }));
   }
   try {
-    const images = await imagesToReembed(env.DB, appId, reindex.toModel, REEMBED_CHUNK);
+    const images = await imagesToReembed(db, appId, reindex.toModel, REEMBED_CHUNK);
     if (images.length > 0) {
-      const [schema, { vocabulary }] = await Promise.all([getSchema(env.DB, appId), writeTargets(env.DB, appId)]);
-      await Promise.all(images.map((image) => reembed(env, reindex, image, schema, vocabulary)));
-      return nextStep('now', await advanceReindex(env.DB, reindex));
+      const [schema, { vocabulary }] = await Promise.all([getSchema(env, app), writeTargets(env, app)]);
+      await Promise.all(images.map((image) => reembed(env, db, reindex, image, schema, vocabulary)));
+      return nextStep('now', await advanceReindex(db, reindex));
     }
     // Other isolates search the old model until their copy of the application expires (docs/decisions.md, Caching
     // the calling application): its vectors are retired only after that.
-    if (await switchToNewModel(env.DB, reindex)) return { next: 'wait', step: reindex.step + 1, delaySeconds: Math.max(DEFER_SECONDS, Math.ceil(appCacheTtlMs(env) / 1000) + 1) };
-    return nextStep('wait', await advanceReindex(env.DB, reindex));
+    if (await switchToNewModel(env, app, reindex)) return { next: 'wait', step: reindex.step + 1, delaySeconds: Math.max(DEFER_SECONDS, Math.ceil(appCacheTtlMs(env) / 1000) + 1) };
+    return nextStep('wait', await advanceReindex(db, reindex));
   } catch (error) {
     if (!(error instanceof ReindexFailed)) throw error;
     console.error(JSON.stringify({ event: 'reindex_failed', appId, error: error.message }));
-    await failReindex(env.DB, appId, error.message);
+    await failReindex(db, appId, error.message);
     return ENDED;
   }
 }

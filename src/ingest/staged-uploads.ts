@@ -8,6 +8,7 @@ import { dataErrorEntry, type DataErrorEntry } from '../http/envelope';
 import { DATA_ERRORS, GENERAL, type DataError } from '../http/messages';
 import { hasSupportedDimensions, probeImage } from '../images/probe';
 import { deleteBlobs, putImageBlob, stagedBlobKey } from '../storage/blobs';
+import { databaseNamed } from '../storage/databases';
 import { forgetStagedKey, referencedStagedKeys, stagedKeysLeft, type InsertItem } from '../storage/transactions';
 import { refuse, type InsertImages } from './insert-request';
 
@@ -67,11 +68,11 @@ export async function discardStaged(bucket: R2Bucket, items: InsertItem[]): Prom
  * Deletes a settled item's staged file, then forgets its key; if either fails, the cron sweeper deletes it later
  * (deleteSettledStaged), so settling never waits on it.
  */
-export async function releaseStaged(env: Env, item: { transId: number; index: number; stagedKey?: string | null }): Promise<void> {
+export async function releaseStaged(env: Env, item: { transId: number; index: number; stagedKey?: string | null; database: string }): Promise<void> {
   if (!item.stagedKey) return;
   try {
     await deleteBlobs(env.BLOBS, [item.stagedKey]);
-    await forgetStagedKey(env.DB, item.transId, item.index);
+    await forgetStagedKey(databaseNamed(env, item.database), item.transId, item.index);
   } catch (error) {
     console.error(JSON.stringify({ event: 'staged_delete_failed', transId: item.transId, index: item.index, error: String(error) }));
   }
@@ -80,9 +81,9 @@ export async function releaseStaged(env: Env, item: { transId: number; index: nu
 /** Staged files whose deletion failed, per sweeper run at most. */
 const STAGED_PER_RUN = 100;
 
-/** For the cron sweeper: the staged files of settled items that are still there. */
-export async function deleteSettledStaged(env: Env): Promise<void> {
-  for (const item of await stagedKeysLeft(env.DB, STAGED_PER_RUN)) await releaseStaged(env, item);
+/** For the cron sweeper: the staged files of settled items of `database` that are still there. */
+export async function deleteSettledStaged(env: Env, database: string): Promise<void> {
+  for (const item of await stagedKeysLeft(databaseNamed(env, database), STAGED_PER_RUN)) await releaseStaged(env, { ...item, database });
 }
 
 /** Applications whose staged folder one sweeper run looks through; the next run takes the next ones. */
@@ -98,12 +99,12 @@ const CURSOR = 'orphaned-staged';
  */
 export async function deleteOrphanedStaged(env: Env, now: Date): Promise<number> {
   const after = (await env.DB.prepare('SELECT value FROM sweep_cursors WHERE name = ?').bind(CURSOR).first<{ value: string }>())?.value ?? '';
-  const { results } = await env.DB.prepare('SELECT id FROM apps WHERE id > ? ORDER BY id LIMIT ?').bind(after, APPS_PER_RUN).all<{ id: string }>();
+  const { results } = await env.DB.prepare('SELECT id, database FROM apps WHERE id > ? ORDER BY id LIMIT ?').bind(after, APPS_PER_RUN).all<{ id: string; database: string }>();
   let deleted = 0;
-  for (const { id } of results) {
+  for (const { id, database } of results) {
     const listed = await env.BLOBS.list({ prefix: stagedBlobKey(id, '') });
     const old = listed.objects.filter((object) => now.getTime() - object.uploaded.getTime() > ORPHAN_AFTER_MS).map((object) => object.key);
-    const named = await referencedStagedKeys(env.DB, old);
+    const named = await referencedStagedKeys(databaseNamed(env, database), old);
     const orphans = old.filter((key) => !named.has(key));
     await deleteBlobs(env.BLOBS, orphans);
     deleted += orphans.length;

@@ -4,8 +4,9 @@ import { getSchema } from '../storage/apps';
 import { getImagesByIds } from '../storage/images';
 import { deleteRetiredVersions } from '../storage/retired';
 import { staleVectorsFailed, staleVectorsLeft, vectorsRewritten, type StaleVectors } from '../storage/stale-vectors';
-import { deleteFinishedTransactions, findStalledItems, insertStatusRetentionHours, recordSweep } from '../storage/transactions';
+import { deleteFinishedTransactions, findStalledItems, insertStatusRetentionHours, itemStartedSince, recordSweep } from '../storage/transactions';
 import { formatTimestamp } from '../time';
+import { databaseNamed, databaseNames } from '../storage/databases';
 import { failForGood } from './dead-letters';
 import { deleteOrphanedStaged, deleteSettledStaged } from './staged-uploads';
 import { MAX_MESSAGES_PER_SEND, sendInsertMessages, sendJobMessage } from './message';
@@ -35,16 +36,18 @@ const TRANSACTIONS_PER_RUN = 500;
  * Gives a version's vectors the metadata of its D1 row, for an update given up after its merge. Written again while
  * D1 changed across the write: a later update may have written its own vectors before this write landed.
  */
-async function rewriteStaleVectors(env: Env, stale: StaleVectors): Promise<void> {
+async function rewriteStaleVectors(env: Env, database: string, stale: StaleVectors): Promise<void> {
+  const db = databaseNamed(env, database);
+  const app = { id: stale.appId, database };
   // Models read while the record holds a reindex's retire pass back: an old model emptied since is not written again.
-  const [schema, { models }] = await Promise.all([getSchema(env.DB, stale.appId), writeTargets(env.DB, stale.appId)]);
-  const live = async () => (await getImagesByIds(env.DB, stale.appId, [stale.imageId], 'all')).get(stale.imageId);
+  const [schema, { models }] = await Promise.all([getSchema(env, app), writeTargets(env, app)]);
+  const live = async () => (await getImagesByIds(db, stale.appId, [stale.imageId], 'all')).get(stale.imageId);
   let written: string | undefined;
   for (let image = await live(); image && JSON.stringify(image.metadata) !== written; image = await live()) {
     written = JSON.stringify(image.metadata);
     await replaceVectorMetadata(env, image, vectorMetadata(image.metadata, schema), models);
   }
-  await vectorsRewritten(env.DB, stale.attempt).run();
+  await vectorsRewritten(db, stale.attempt).run();
 }
 
 /**
@@ -55,42 +58,60 @@ async function rewriteStaleVectors(env: Env, stale: StaleVectors): Promise<void>
  * images are forgotten; a stalled reindex is resumed.
  */
 export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent: number; failed: number }> {
+  const swept = { resent: 0, failed: 0 };
   const before = formatTimestamp(new Date(now.getTime() - STALL_MINUTES * 60_000));
-  const stalled = await findStalledItems(env.DB, before, ITEMS_PER_RUN);
+  // The queue is shared: it is idle only while no item of any database was started.
+  const started = await Promise.all(databaseNames(env).map((database) => itemStartedSince(databaseNamed(env, database), before)));
+  const queueIdle = !started.includes(true);
+  // Each database in turn, each in the bounded batches below; then the staged files, named by applications.
+  for (const database of databaseNames(env)) {
+    const { resent, failed } = await sweepDatabase(env, database, now, { before, queueIdle });
+    swept.resent += resent;
+    swept.failed += failed;
+  }
+  const orphanedStaged = await deleteOrphanedStaged(env, now);
+  console.log(JSON.stringify({ event: 'sweep_staged', orphanedStaged }));
+  return swept;
+}
+
+/** One database's part of a sweep, logged in one line. */
+async function sweepDatabase(env: Env, database: string, now: Date, { before, queueIdle }: { before: string; queueIdle: boolean }): Promise<{ resent: number; failed: number }> {
+  const db = databaseNamed(env, database);
+  const stalled = (await findStalledItems(db, before, ITEMS_PER_RUN, queueIdle)).map((item) => ({ ...item, database }));
   const exhausted = stalled.filter((item) => item.sweeps >= MAX_SWEEPS);
   const resend = stalled.filter((item) => item.sweeps < MAX_SWEEPS);
-  for (const item of exhausted) await failForGood(env, item.transId, item.index);
+  for (const item of exhausted) await failForGood(env, database, item.transId, item.index);
   for (let start = 0; start < resend.length; start += MAX_MESSAGES_PER_SEND) {
     const chunk = resend.slice(start, start + MAX_MESSAGES_PER_SEND);
     // Sent before it is counted: a crash in between costs one more re-send at most, never a lost item.
     await sendInsertMessages(env.INSERT_QUEUE, chunk);
-    await recordSweep(env.DB, chunk);
+    await recordSweep(db, chunk);
   }
   // A reindex whose step message was lost or dead-lettered goes on from its progress in D1, unless it keeps stalling.
-  for (const reindex of await stalledReindexes(env.DB, before)) {
+  for (const reindex of await stalledReindexes(db, before)) {
     if (reindex.state === 'embedding' && reindex.resumes >= MAX_SWEEPS) {
-      await failReindex(env.DB, reindex.appId, `No progress over ${MAX_SWEEPS} resumes${reindex.error ? `; the last error: ${reindex.error}` : ''}.`);
+      await failReindex(db, reindex.appId, `No progress over ${MAX_SWEEPS} resumes${reindex.error ? `; the last error: ${reindex.error}` : ''}.`);
       continue;
     }
-    const step = await resumeReindex(env.DB, reindex.appId, true);
+    const step = await resumeReindex(db, reindex.appId, true);
     console.warn(JSON.stringify({ event: 'reindex_resumed', appId: reindex.appId, step }));
     if (step !== null) await sendJobMessage(env.INSERT_QUEUE, { reindex: reindex.appId, step });
   }
   // A tuning likewise; one that keeps stalling while it is made is failed (its vectors then retired).
-  for (const tuning of await stalledTunings(env.DB, before)) {
+  for (const tuning of await stalledTunings(db, before)) {
     const giveUp = tuning.state !== 'retiring' && tuning.resumes >= MAX_SWEEPS;
     const reason = `No progress over ${MAX_SWEEPS} resumes${tuning.error ? `; the last error: ${tuning.error}` : ''}.`;
-    const step = giveUp ? await failTuning(env.DB, tuning.appId, reason) : await resumeTuning(env.DB, tuning.appId);
+    const step = giveUp ? await failTuning(db, tuning.appId, reason) : await resumeTuning(db, tuning.appId);
     console.warn(JSON.stringify({ event: giveUp ? 'tuning_failed' : 'tuning_resumed', appId: tuning.appId, step }));
     if (step !== null) await sendJobMessage(env.INSERT_QUEUE, { tuning: tuning.appId, step });
   }
   const stale = { rewritten: 0, failed: 0 };
-  for (const record of await staleVectorsLeft(env.DB, STALE_PER_RUN, now)) {
-    await rewriteStaleVectors(env, record).then(
+  for (const record of await staleVectorsLeft(db, STALE_PER_RUN, now)) {
+    await rewriteStaleVectors(env, database, record).then(
       () => stale.rewritten++,
       async (error: unknown) => {
         console.error(JSON.stringify({ event: 'stale_vectors_rewrite_failed', appId: record.appId, imageId: record.imageId, error: String(error) }));
-        await staleVectorsFailed(env.DB, record.attempt, now);
+        await staleVectorsFailed(db, record.attempt, now);
         stale.failed++;
       },
     );
@@ -98,21 +119,20 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
   // After the rewrites: a retired version's vectors are deleted once no rewrite may bring them back.
   const retired = { deleted: 0, failed: 0 };
   for (let run = 0; run < RETIRED_RUNS; run++) {
-    const batch = await deleteRetiredVersions(env, now);
+    const batch = await deleteRetiredVersions(env, db, now);
     retired.deleted += batch.deleted;
     retired.failed += batch.failed;
     // A failure ends this run's deletions: the rest of its batch went, the failed versions wait, the next run goes on.
     if (batch.deleted === 0 || batch.failed > 0) break;
   }
-  await deleteSettledStaged(env);
-  const orphanedStaged = await deleteOrphanedStaged(env, now);
-  const queryImages = await deleteExpiredQueryImages(env.DB, env.BLOBS, now);
+  await deleteSettledStaged(env, database);
+  const queryImages = await deleteExpiredQueryImages(db, env.BLOBS, now);
   // After the staged files are released: a transaction whose files are still staged is kept.
   const kept = formatTimestamp(new Date(now.getTime() - insertStatusRetentionHours(env) * 3_600_000));
-  const transactions = await deleteFinishedTransactions(env.DB, kept, TRANSACTIONS_PER_RUN);
+  const transactions = await deleteFinishedTransactions(db, kept, TRANSACTIONS_PER_RUN);
   // One line a run, what it did.
   console.log(
-    JSON.stringify({ event: 'sweep', resent: resend.length, failed: exhausted.length, staleRewritten: stale.rewritten, staleFailed: stale.failed, retired: retired.deleted, retiredFailed: retired.failed, orphanedStaged, queryImages, transactions }),
+    JSON.stringify({ event: 'sweep', database, resent: resend.length, failed: exhausted.length, staleRewritten: stale.rewritten, staleFailed: stale.failed, retired: retired.deleted, retiredFailed: retired.failed, queryImages, transactions }),
   );
   return { resent: resend.length, failed: exhausted.length };
 }

@@ -9,7 +9,8 @@
  */
 import type { Env } from '../env';
 import { appCacheTtlMs } from '../storage/app-cache';
-import { getApp, getSchema } from '../storage/apps';
+import { getSchema, type AppRecord } from '../storage/apps';
+import { catalogDatabase } from '../storage/databases';
 import { embedModelIndexesOf } from '../storage/embed-models';
 import { getImagesByIds } from '../storage/images';
 import { deleteStatistics, deleteTuningBlobs, readProjection, readStatistics, writeProjection, writeStatistics } from '../storage/projections';
@@ -67,17 +68,18 @@ const objectIds = (image: { id: number; object_count: number }): string[] => Arr
 const labelled = (tuning: Tuning, image: TuningImage): image is TuningImage & { label: string } => image.label !== null && tuning.classes.includes(image.label);
 
 /** Waits until `notBefore` (isolates' cached copies of the application expire) and inserts of before the phase apply. */
-async function mustWait(env: Env, tuning: Tuning): Promise<JobStep | undefined> {
+async function mustWait(db: D1Database, tuning: Tuning): Promise<JobStep | undefined> {
   const wait = tuning.notBefore === null ? 0 : parseTimestamp(tuning.notBefore) - Date.now();
-  if (wait > 0) return nextStep('wait', await advanceTuning(env.DB, tuning), Math.max(1, Math.ceil(wait / 1000)));
-  if (await earlierInsertsPending(env.DB, tuning)) return nextStep('wait', await advanceTuning(env.DB, tuning));
+  if (wait > 0) return nextStep('wait', await advanceTuning(db, tuning), Math.max(1, Math.ceil(wait / 1000)));
+  if (await earlierInsertsPending(db, tuning)) return nextStep('wait', await advanceTuning(db, tuning));
   return undefined;
 }
 
 /** Fitting: the labelled, not held-out images' stored vectors after the cursor into the statistics; at the end, the projection. */
-async function fit(env: Env, tuning: Tuning, model: string): Promise<JobStep> {
+async function fit(env: Env, tuning: Tuning, app: AppRecord): Promise<JobStep> {
+  const [db, model] = [catalogDatabase(env, app), app.embedModel];
   const { appId, version } = tuning;
-  const images = await imagesForTuning(env.DB, appId, tuning.labelField, tuning.cursor, FIT_CHUNK);
+  const images = await imagesForTuning(db, appId, tuning.labelField, tuning.cursor, FIT_CHUNK);
   // The statistics are kept under the cursor they stop at, so that a step tried again adds its batch once.
   const kept = tuning.cursor === 0 ? null : await readStatistics(env.BLOBS, appId, version, tuning.cursor);
   if (tuning.cursor !== 0 && !kept) throw new TuningFailed(`The fit's statistics up to image ${tuning.cursor} are missing from R2.`);
@@ -96,7 +98,7 @@ async function fit(env: Env, tuning: Tuning, model: string): Promise<JobStep> {
       throw new TuningFailed(`The fit failed: ${error instanceof Error ? error.message : String(error)}`);
     }
     await writeProjection(env.BLOBS, appId, version, projection);
-    const next = await advanceTuning(env.DB, tuning, { state: 'projecting', cursor: 0, newPhase: true });
+    const next = await advanceTuning(db, tuning, { state: 'projecting', cursor: 0, newPhase: true });
     await deleteStatistics(env.BLOBS, appId, version);
     return nextStep('now', next);
   }
@@ -109,7 +111,7 @@ async function fit(env: Env, tuning: Tuning, model: string): Promise<JobStep> {
   addLabelledVectors(statistics, found);
   const cursor = images.at(-1)!.id;
   await writeStatistics(env.BLOBS, appId, version, cursor, statistics);
-  const next = await advanceTuning(env.DB, tuning, { cursor, fitted: found.length });
+  const next = await advanceTuning(db, tuning, { cursor, fitted: found.length });
   // Kept until the cursor moved past them: a step tried again before that reads them again.
   if (next !== null && tuning.cursor !== 0) await deleteStatistics(env.BLOBS, appId, version, tuning.cursor);
   return nextStep('now', next);
@@ -119,19 +121,20 @@ async function fit(env: Env, tuning: Tuning, model: string): Promise<JobStep> {
  * Projecting: every image after the cursor has its stored whole-image and object vectors mapped into the tuned
  * indexes, with its metadata as D1 has it; one removed or changed meanwhile is put right before the cursor moves.
  */
-async function project(env: Env, tuning: Tuning, model: string): Promise<JobStep> {
-  const waiting = await mustWait(env, tuning);
+async function project(env: Env, tuning: Tuning, app: AppRecord): Promise<JobStep> {
+  const [db, model] = [catalogDatabase(env, app), app.embedModel];
+  const waiting = await mustWait(db, tuning);
   if (waiting) return waiting;
   const { appId } = tuning;
   // The version before is no longer read by any isolate once the wait is over (its application was untuned first).
   if (tuning.cursor === 0 && tuning.version > 1) await deleteTuningBlobs(env.BLOBS, appId, tuning.version - 1);
-  const listed = await imagesForTuning(env.DB, appId, tuning.labelField, tuning.cursor, PROJECT_CHUNK);
-  if (listed.length === 0) return nextStep('now', await advanceTuning(env.DB, tuning, { state: 'evaluating', cursor: 0 }));
+  const listed = await imagesForTuning(db, appId, tuning.labelField, tuning.cursor, PROJECT_CHUNK);
+  if (listed.length === 0) return nextStep('now', await advanceTuning(db, tuning, { state: 'evaluating', cursor: 0 }));
   const ids = listed.map((image) => image.id);
   const [projection, schema, images, wholes, objects] = await Promise.all([
     readProjection(env.BLOBS, appId, tuning.version),
-    getSchema(env.DB, appId),
-    getImagesByIds(env.DB, appId, ids, 'all'),
+    getSchema(env, app),
+    getImagesByIds(db, appId, ids, 'all'),
     readVectors(imageVectors(env, model), ids.map(String)),
     readVectors(objectVectors(env, model), listed.flatMap(objectIds)),
   ]);
@@ -139,7 +142,7 @@ async function project(env: Env, tuning: Tuning, model: string): Promise<JobStep
   // one whose vectors are still missing long after is logged and left out (nothing could be projected of it).
   const unread = listed.filter((image) => images.has(image.id) && !wholes.has(String(image.id)));
   const appliedSince = Date.now() - VECTORS_VISIBLE_WITHIN_MS;
-  if (unread.some((image) => image.updated_at > appliedSince)) return nextStep('wait', await advanceTuning(env.DB, tuning));
+  if (unread.some((image) => image.updated_at > appliedSince)) return nextStep('wait', await advanceTuning(db, tuning));
   if (unread.length > 0) console.error(JSON.stringify({ event: 'tuning_vectors_missing', appId, images: unread.map((image) => image.id) }));
   const copies = [...images.values()].flatMap((image) => {
     const whole = wholes.get(String(image.id));
@@ -148,13 +151,13 @@ async function project(env: Env, tuning: Tuning, model: string): Promise<JobStep
     return [{ image: { id: image.id, appId, metadata: vectorMetadata(image.metadata, schema) }, whole, objects: found }];
   });
   await copyIntoTuned(env, model, copies, (values) => projectVector(projection, values));
-  const after = await getImagesByIds(env.DB, appId, ids, 'all');
+  const after = await getImagesByIds(db, appId, ids, 'all');
   const gone = [...images.values()].filter((image) => !after.has(image.id));
   if (gone.length > 0) await deleteTunedEmbeddings(env, model, gone);
   const changed = [...after.values()].some((image) => JSON.stringify(image.metadata) !== JSON.stringify(images.get(image.id)?.metadata));
   // A metadata update raced the copy: the chunk is projected again with the metadata of now.
-  if (changed) return nextStep('now', await advanceTuning(env.DB, tuning));
-  return nextStep('now', await advanceTuning(env.DB, tuning, { cursor: listed.at(-1)!.id }));
+  if (changed) return nextStep('now', await advanceTuning(db, tuning));
+  return nextStep('now', await advanceTuning(db, tuning, { cursor: listed.at(-1)!.id }));
 }
 
 /** The labels of the first PRECISION_AT images `matches` ranks, less the query image: what `/search` with `limit=5` answers. */
@@ -172,13 +175,14 @@ function firstImages(matches: { id: string }[], queryId: number): number[] {
  * their stored vector untuned and projected, and the images of their label among the first PRECISION_AT counted.
  * At the end (or MAX_HELD_OUT_QUERIES), the application moves to the tuning, or not.
  */
-async function evaluate(env: Env, tuning: Tuning, model: string): Promise<JobStep> {
+async function evaluate(env: Env, tuning: Tuning, app: AppRecord): Promise<JobStep> {
+  const [db, model] = [catalogDatabase(env, app), app.embedModel];
   const { appId } = tuning;
   const room = MAX_HELD_OUT_QUERIES - tuning.queries;
-  const listed = room > 0 ? await imagesForTuning(env.DB, appId, tuning.labelField, tuning.cursor, EVALUATE_CHUNK) : [];
+  const listed = room > 0 ? await imagesForTuning(db, appId, tuning.labelField, tuning.cursor, EVALUATE_CHUNK) : [];
   if (listed.length === 0) {
     const apply = tuning.apply === 'always' || tuning.hitsAfter >= tuning.hitsBefore;
-    return nextStep('now', await decideTuning(env.DB, tuning, apply, appCacheTtlMs(env)));
+    return nextStep('now', await decideTuning(env, app, tuning, apply, appCacheTtlMs(env)));
   }
   const queries = listed.filter((image) => labelled(tuning, image) && isHeldOut(image.im_name)).slice(0, room);
   const [projection, stored] = await Promise.all([readProjection(env.BLOBS, appId, tuning.version), readVectors(imageVectors(env, model), queries.map((image) => String(image.id)))]);
@@ -193,7 +197,7 @@ async function evaluate(env: Env, tuning: Tuning, model: string): Promise<JobSte
       return [Promise.all([search(untuned, record.values), search(tuned, projectVector(projection, record.values))]).then(([before, after]) => ({ query, before, after }))];
     }),
   );
-  const labels = await labelsOf(env.DB, appId, tuning.labelField, [...new Set(searched.flatMap(({ before, after }) => [...before, ...after]))]);
+  const labels = await labelsOf(db, appId, tuning.labelField, [...new Set(searched.flatMap(({ before, after }) => [...before, ...after]))]);
   // Removed images are absent from D1 and are skipped, as a search skips them.
   const hits = (ids: number[], label: string) => ids.filter((id) => labels.has(id)).slice(0, PRECISION_AT).filter((id) => labels.get(id) === label).length;
   let hitsBefore = 0;
@@ -202,35 +206,38 @@ async function evaluate(env: Env, tuning: Tuning, model: string): Promise<JobSte
     hitsBefore += hits(before, query.label!);
     hitsAfter += hits(after, query.label!);
   }
-  return nextStep('now', await advanceTuning(env.DB, tuning, { cursor: listed.at(-1)!.id, queries: searched.length, hitsBefore, hitsAfter }));
+  return nextStep('now', await advanceTuning(db, tuning, { cursor: listed.at(-1)!.id, queries: searched.length, hitsBefore, hitsAfter }));
 }
 
 /** Retiring: the tuning's vectors of the application's images are deleted (after the wait), then what it kept in R2. */
-async function retire(env: Env, tuning: Tuning, model: string): Promise<JobStep> {
-  const waiting = await mustWait(env, tuning);
+async function retire(env: Env, tuning: Tuning, app: AppRecord): Promise<JobStep> {
+  const [db, model] = [catalogDatabase(env, app), app.embedModel];
+  const waiting = await mustWait(db, tuning);
   if (waiting) return waiting;
-  const images = await imagesForTuning(env.DB, tuning.appId, tuning.labelField, tuning.cursor, RETIRE_CHUNK);
+  const images = await imagesForTuning(db, tuning.appId, tuning.labelField, tuning.cursor, RETIRE_CHUNK);
   if (images.length === 0) {
     await deleteTuningBlobs(env.BLOBS, tuning.appId, tuning.version);
-    await endRetiring(env.DB, tuning);
+    await endRetiring(db, tuning);
     return ENDED;
   }
   await deleteTunedEmbeddings(env, model, images);
-  return nextStep('now', await advanceTuning(env.DB, tuning, { cursor: images.at(-1)!.id }));
+  return nextStep('now', await advanceTuning(db, tuning, { cursor: images.at(-1)!.id }));
 }
 
 const PHASES = { fitting: fit, projecting: project, evaluating: evaluate, retiring: retire } as const;
 
 /** Step `step` of an application's tuning (a queue message's work). Throws what the queue should retry. */
-export async function continueTuning(env: Env, appId: string, step: number): Promise<JobStep> {
-  const [tuning, app] = await Promise.all([getTuning(env.DB, appId), getApp(env.DB, appId)]);
-  if (!tuning || !app || tuning.step !== step || !(tuning.state in PHASES)) return ENDED;
+export async function continueTuning(env: Env, app: AppRecord, step: number): Promise<JobStep> {
+  const appId = app.id;
+  const db = catalogDatabase(env, app);
+  const tuning = await getTuning(db, appId);
+  if (!tuning || tuning.step !== step || !(tuning.state in PHASES)) return ENDED;
   try {
-    return await PHASES[tuning.state as keyof typeof PHASES](env, tuning, app.embedModel);
+    return await PHASES[tuning.state as keyof typeof PHASES](env, tuning, app);
   } catch (error) {
     if (!(error instanceof TuningFailed)) throw error;
     console.error(JSON.stringify({ event: 'tuning_failed', appId, error: error.message }));
-    return nextStep('now', await failTuning(env.DB, appId, error.message));
+    return nextStep('now', await failTuning(db, appId, error.message));
   }
 }
 

@@ -18,7 +18,7 @@ import { getReindex, imagesInModel, reindexUnderWay, resumeReindex, startReindex
 import { getTuning, startTuning, TUNING_UNDER_WAY, untune } from '../storage/tunings';
 import { appCacheTtlMs } from '../storage/app-cache';
 import { groupsOf, indexFills, placeApplication, placeGroups, PlacementRefused } from '../storage/placement';
-import { CONTROL_DATABASE, databaseFills } from '../storage/databases';
+import { catalogDatabase, databaseFills, placeNewApplication } from '../storage/databases';
 
 const describe = (app: AppRecord) => ({
   app_id: app.id,
@@ -33,10 +33,10 @@ const describe = (app: AppRecord) => ({
   embed_model: app.embedModel,
   product_types: app.productTypes,
   tuning: app.tuning,
-  placement: { database: CONTROL_DATABASE, indexes: app.placement ?? {} },
+  placement: { database: app.database, indexes: app.placement ?? {} },
 });
 
-/** A placement that finds every index of a group full answers 507, naming the setting to add one to. */
+/** A placement that finds every index of a group (or every database) full answers 507, naming the setting to add one to. */
 const placing = <T>(placement: Promise<T>): Promise<T> =>
   placement.catch((error: unknown) => {
     if (error instanceof PlacementRefused) throw new ApiError(507, error.message);
@@ -60,8 +60,9 @@ const createAppHandler: Handler<AppEnv> = async (c) => {
   requireEmbedModel(c.env, embedModel);
   // The secret key and the app key are answered this once: only their digests are kept.
   const { credentials, stored } = await newAppKeys(name);
-  const placement = await placing(placeGroups(c.env, {}, groupsOf(c.env, embedModel), 0));
-  await createApp(c.env.DB, stored, embedModel, placement);
+  const [placement, database] = await Promise.all([placing(placeGroups(c.env, {}, groupsOf(c.env, embedModel), 0)), placeNewApplication(c.env)]);
+  if (database === null) throw new ApiError(507, 'Every D1 database is full: add one to D1_DATABASES.');
+  await createApp(c.env, stored, embedModel, placement, database);
   return c.json({ status: 'OK', ...credentials, name }, 201);
 };
 
@@ -80,7 +81,7 @@ async function appOrNotFound(db: D1Database, appId: string): Promise<AppRecord> 
 
 const getAppHandler: Handler<AppEnv, AppPath> = async (c) => {
   const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
-  const fields = (await getSchema(c.env.DB, app.id)).map(({ name, type, searchable }) => ({ name, type, searchable }));
+  const fields = (await getSchema(c.env, app)).map(({ name, type, searchable }) => ({ name, type, searchable }));
   return c.json({ status: 'OK', ...describe(app), schema: { fields } });
 };
 
@@ -105,7 +106,7 @@ const updateAppHandler: Handler<AppEnv, AppPath> = async (c) => {
 const replaceSchemaHandler: Handler<AppEnv, AppPath> = async (c) => {
   const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
   const { fields } = await readJson(c, schemaBody);
-  await replaceSchema(c.env.DB, app.id, fields);
+  await replaceSchema(c.env, app, fields);
   return c.json({ status: 'OK', app_id: app.id, schema: { fields } });
 };
 
@@ -139,9 +140,10 @@ const resetProductTypesHandler: Handler<AppEnv, AppPath> = async (c) => {
 
 /** An application's latest reindex as the admin API answers it; 404 when it never had one. */
 async function describeReindex(env: Env, app: AppRecord) {
-  const reindex = await getReindex(env.DB, app.id);
+  const db = catalogDatabase(env, app);
+  const reindex = await getReindex(db, app.id);
   if (!reindex) throw new ApiError(404, 'The application has never been reindexed.');
-  const { total, inModel } = await imagesInModel(env.DB, app.id, reindex.toModel);
+  const { total, inModel } = await imagesInModel(db, app.id, reindex.toModel);
   return {
     status: 'OK' as const,
     app_id: app.id,
@@ -178,16 +180,17 @@ const startReindexHandler: Handler<AppEnv, AppPath> = async (c) => {
   const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
   const { embed_model: toModel } = await readJson(c, reindexBody);
   requireEmbedModel(c.env, toModel);
-  const tuning = await getTuning(c.env.DB, app.id);
+  const db = catalogDatabase(c.env, app);
+  const tuning = await getTuning(db, app.id);
   if (app.tuning !== null || (tuning && TUNING_UNDER_WAY.includes(tuning.state))) {
     throw new ApiError(409, 'The application is tuned, or a tuning of it is under way: untune it first (DELETE /admin/apps/{app_id}/tune).');
   }
   const problem = await whenAvailable(embedModelProblem(c.env, toModel));
   if (problem) throw invalidParameter(`embed_model: ${problem}`);
   await placing(placeApplication(c.env, app.id, groupsOf(c.env, toModel)));
-  const started = await startReindex(c.env.DB, app.id, toModel);
+  const started = await startReindex(db, app, toModel);
   // Not begun: one into this model under way goes on with a new chain of steps (the old one stops); else refused.
-  const step = started?.step ?? (await resumeReindexInto(c.env.DB, app, toModel));
+  const step = started?.step ?? (await resumeReindexInto(db, app, toModel));
   await sendJobMessage(c.env.INSERT_QUEUE, { reindex: app.id, step });
   return c.json(await describeReindex(c.env, app), 202);
 };
@@ -196,7 +199,8 @@ const getReindexHandler: Handler<AppEnv, AppPath> = async (c) => c.json(await de
 
 /** An application's latest tuning as the admin API answers it; 404 when it was never tuned. */
 async function tuningAnswer(env: Env, appId: string) {
-  const [app, tuning] = await Promise.all([appOrNotFound(env.DB, appId), getTuning(env.DB, appId)]);
+  const app = await appOrNotFound(env.DB, appId);
+  const tuning = await getTuning(catalogDatabase(env, app), appId);
   if (!tuning) throw new ApiError(404, 'The application has never been tuned.');
   return { status: 'OK' as const, app_id: app.id, embed_model: app.embedModel, tuned: app.tuning !== null, tuning: describeTuning(tuning) };
 }
@@ -209,13 +213,14 @@ const startTuningHandler: Handler<AppEnv, AppPath> = async (c) => {
   const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
   const { label_field: labelField, apply = 'better' } = await readJson(c, tuneBody);
   if (!embedModelIndexesOf(c.env, app.embedModel).tuned) throw invalidParameter(`The application's model ${app.embedModel} has no tuned indexes in EMBED_MODELS.`);
-  const reindex = await getReindex(c.env.DB, app.id);
+  const db = catalogDatabase(c.env, app);
+  const reindex = await getReindex(db, app.id);
   if (reindexUnderWay(reindex)) throw new ApiError(409, `A reindex into ${reindex.toModel} is under way (${reindex.state}); tune once it is done.`);
-  const running = await getTuning(c.env.DB, app.id);
+  const running = await getTuning(db, app.id);
   if (running && TUNING_UNDER_WAY.includes(running.state)) throw new ApiError(409, `A tuning on ${running.labelField} is under way (${running.state}); ask again once it is done.`);
-  const fit = await tuningClasses(c.env.DB, app.id, await getSchema(c.env.DB, app.id), labelField);
+  const fit = await tuningClasses(db, app.id, await getSchema(c.env, app), labelField);
   if ('problem' in fit) throw invalidParameter(fit.problem);
-  const started = await startTuning(c.env.DB, app.id, { labelField, apply, ...fit }, appCacheTtlMs(c.env));
+  const started = await startTuning(c.env, app, { labelField, apply, ...fit }, appCacheTtlMs(c.env));
   if (!started) throw new ApiError(409, 'A reindex or another tuning of the application began meanwhile; ask again once it is done.');
   await sendJobMessage(c.env.INSERT_QUEUE, { tuning: app.id, step: started.step });
   return c.json(await tuningAnswer(c.env, app.id), 202);
@@ -226,7 +231,7 @@ const getTuningHandler: Handler<AppEnv, AppPath> = async (c) => c.json(await tun
 /** Back to the untuned vectors at once (a tuning under way stops); the tuning's vectors are deleted after. */
 const untuneHandler: Handler<AppEnv, AppPath> = async (c) => {
   const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
-  const step = await untune(c.env.DB, app.id, appCacheTtlMs(c.env));
+  const step = await untune(c.env, app, appCacheTtlMs(c.env));
   if (step === null) throw new ApiError(409, 'The application is not tuned, and no tuning of it is under way.');
   await sendJobMessage(c.env.INSERT_QUEUE, { tuning: app.id, step });
   return c.json(await tuningAnswer(c.env, app.id));

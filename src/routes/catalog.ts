@@ -8,6 +8,7 @@ import type { RequestParams } from '../http/params';
 import { route } from '../http/route';
 import * as responses from '../openapi/responses';
 import { fetchableFields, toValueMap } from '../search/value-map';
+import { catalogDatabase } from '../storage/databases';
 import { listImages } from '../storage/images';
 
 /** A catalog is paged through to its end, however large: no cap on `page` but what an offset can hold. */
@@ -41,7 +42,7 @@ const listCatalog: Handler<AppEnv> = async (c) => {
   const paging = readPaging(params);
   const schema = await storedSchema(c);
   const fields = fetchableFields(schema);
-  const { total, images } = await listImages(c.env.DB, app.id, paging, fields);
+  const { total, images } = await listImages(catalogDatabase(c.env, app), app.id, paging, fields);
   const result = images.map(({ im_name, metadata }) => {
     const valueMap = toValueMap(metadata, fields);
     return Object.keys(valueMap).length > 0 ? { im_name, value_map: valueMap } : { im_name };

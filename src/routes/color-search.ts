@@ -10,6 +10,7 @@ import { emptySearchPage, PAGING } from '../search/paging';
 import { searchQuota } from '../search/quota';
 import { runSearch } from '../search/pipeline';
 import { searchedApp } from '../search/plan';
+import { catalogDatabase } from '../storage/databases';
 
 /** Search by color (docs/api.md, GET /colorsearch): images whose palette (or a detected object's) is nearest the asked colours. */
 export const colorSearchRoutes = [
@@ -33,7 +34,7 @@ export const colorSearchRoutes = [
       const { params, app } = c.var;
       const colors = readColorQuery(params, Number(c.env.COLOR_SEARCH_MAX_COLORS));
       const options = readSearchOptions(params, c.var.schema, app, { limitName: 'limit', allowGroupBy: true });
-      await requireCollection(c.env.DB, app.id);
+      await requireCollection(catalogDatabase(c.env, app), app.id);
 
       const page = await runSearch(c.env, { ...searchedApp(app), space: 'color', vector: paletteVector(colors) }, options);
       return ok(c, {

@@ -3,6 +3,7 @@ import { SEARCH_ERRORS } from '../http/messages';
 import { httpErrors, route } from '../http/route';
 import { searchQuota } from '../search/quota';
 import { SIMILAR_QUERY } from '../search/similar-query';
+import { catalogDatabase } from '../storage/databases';
 import { findImageByName } from '../storage/images';
 
 /**
@@ -46,7 +47,7 @@ export const consoleRoutes = [
       const { params, app } = c.var;
       const imName = params.required('im_name', new ApiError(400, SEARCH_ERRORS.imageNotFound));
       // The collection is what D1 lists: bytes of an image being removed, or of a failed insert, are not shown.
-      const image = await findImageByName(c.env.DB, app.id, imName, []);
+      const image = await findImageByName(catalogDatabase(c.env, app), app.id, imName, []);
       const blob = image && (await c.env.BLOBS.get(image.blob_key));
       if (!blob) throw new ApiError(404, SEARCH_ERRORS.imageNotFound);
       return c.body(blob.body, 200, {

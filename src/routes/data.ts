@@ -1,6 +1,6 @@
 import type { Handler } from 'hono';
 import { storedSchema } from '../auth/middleware';
-import type { AppEnv } from '../env';
+import type { AppEnv, Env } from '../env';
 import { ApiError, dataErrorEntry, invalidParameter } from '../http/envelope';
 import { DATA_ERRORS, GENERAL } from '../http/messages';
 import { failedWith } from '../http/middleware';
@@ -12,6 +12,7 @@ import { sendInsertMessages } from '../ingest/message';
 import { discardStaged, stageUploads } from '../ingest/staged-uploads';
 import * as responses from '../openapi/responses';
 import type { AppRecord } from '../storage/apps';
+import { catalogDatabase } from '../storage/databases';
 import { existingNames, removeImages } from '../storage/images';
 import { deleteRetiredSoon } from '../storage/retired';
 import { createTransaction, deleteTransaction, getTransactionStatus, isMetadataUpdate, type InsertItem } from '../storage/transactions';
@@ -25,9 +26,9 @@ import { LimitReached } from '../storage/usage';
 export const INSERT_MAX_BODY_BYTES = 20 * 1024 * 1024;
 
 /** The operator's limits (createTransaction decides them): a full collection refuses the call, a backlog is "busy". */
-async function recordWithinLimits(db: D1Database, app: AppRecord, items: InsertItem[]): Promise<number> {
+async function recordWithinLimits(env: Env, app: AppRecord, items: InsertItem[]): Promise<number> {
   try {
-    return await createTransaction(db, app.id, items, app.limits);
+    return await createTransaction(env, app, items, app.limits);
   } catch (error) {
     if (!(error instanceof LimitReached)) throw error;
     throw error.limit === 'image_limit' ? new ApiError(403, GENERAL.collectionFull) : new ApiError(429, GENERAL.busy);
@@ -43,11 +44,12 @@ const insert: Handler<AppEnv> = async (c) => {
 
   // Files first: an image is accepted only once its bytes are checked and kept (ingest/staged-uploads.ts).
   const staged = await stageUploads(c.env.BLOBS, app.id, parsed);
+  const db = catalogDatabase(c.env, app);
   let recorded: InsertImages & { transId: number | null };
   try {
     const updates = staged.accepted.filter(isMetadataUpdate).map((item) => item.imName);
-    const resolved = resolveMetadataUpdates(staged, await existingNames(c.env.DB, app.id, updates));
-    recorded = { ...resolved, transId: resolved.accepted.length === 0 ? null : await recordWithinLimits(c.env.DB, app, resolved.accepted) };
+    const resolved = resolveMetadataUpdates(staged, await existingNames(db, app.id, updates));
+    recorded = { ...resolved, transId: resolved.accepted.length === 0 ? null : await recordWithinLimits(c.env, app, resolved.accepted) };
   } catch (error) {
     await discardStaged(c.env.BLOBS, staged.accepted);
     throw error;
@@ -55,11 +57,11 @@ const insert: Handler<AppEnv> = async (c) => {
   const { accepted, rejected, ignored, transId } = recorded;
   if (transId === null) return failedWith(c, [...rejected, dataErrorEntry(DATA_ERRORS.noImageInserted)]);
   try {
-    await sendInsertMessages(c.env.INSERT_QUEUE, accepted.map((item) => ({ transId, index: item.index })));
+    await sendInsertMessages(c.env.INSERT_QUEUE, accepted.map((item) => ({ transId, index: item.index, database: app.database })));
   } catch (error) {
     // Without its messages the transaction would never finish: take it back and let the client retry.
     console.error(JSON.stringify({ event: 'insert_enqueue_failed', reqid: c.var.reqid, error: String(error) }));
-    await deleteTransaction(c.env.DB, transId);
+    await deleteTransaction(db, transId);
     await discardStaged(c.env.BLOBS, accepted);
     throw new ApiError(503, GENERAL.busy);
   }
@@ -81,7 +83,7 @@ const insertStatus: Handler<AppEnv, '/insert/status/:trans_id'> = async (c) => {
   const raw = c.req.param('trans_id');
   const transId = Number(raw);
   if (!/^\d{1,16}$/.test(raw) || !TRANSACTION.trans_id.safeParse(transId).success) throw notFound;
-  const status = await getTransactionStatus(c.env.DB, c.var.app.id, transId, {
+  const status = await getTransactionStatus(catalogDatabase(c.env, c.var.app), c.var.app.id, transId, {
     errorPage: readParam(c.var.params, INSERT_STATUS, 'error_page'),
     errorLimit: readParam(c.var.params, INSERT_STATUS, 'error_limit'),
   });
@@ -100,8 +102,8 @@ const remove: Handler<AppEnv> = async (c) => {
   });
   if (requested.length === 0) throw new ApiError(400, 'im_name[0] is required.');
 
-  const removedNames = new Set(await removeImages(c.env.DB, c.var.app.id, requested.map((item) => item.imName)));
-  await deleteRetiredSoon(c.env, c.var.app.id);
+  const removedNames = new Set(await removeImages(catalogDatabase(c.env, c.var.app), c.var.app.id, requested.map((item) => item.imName)));
+  await deleteRetiredSoon(c.env, c.var.app);
   const seen = new Set<string>();
   const error = requested.flatMap((item) => {
     const found = removedNames.has(item.imName) && !seen.has(item.imName);

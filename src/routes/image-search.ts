@@ -25,6 +25,7 @@ import { readRegion, REGION } from '../search/region';
 import { runSearch } from '../search/pipeline';
 import { searchedApp } from '../search/plan';
 import { embedQueryText, readQueryText, steer, STEERING_TEXT } from '../search/text-query';
+import { catalogDatabase } from '../storage/databases';
 
 /**
  * What both upload searches do first: read and check the parameters, then resolve and analyse the query image (the
@@ -46,7 +47,7 @@ async function prepare(
   const sensitivity = readSensitivity(params);
   const detection = readParam(params, DETECTION, 'detection');
   const text = readQueryText(params, { required: false });
-  await requireCollection(c.env.DB, app.id);
+  await requireCollection(catalogDatabase(c.env, app), app.id);
 
   const analysed = (async () => {
     const query = await wrapTime(c, 'image', resolveQueryImage(c.env, app, params, c.var.queryBytesLeft));
@@ -61,7 +62,7 @@ async function prepare(
   const box = region.kind === 'box' ? analyzeBox(c.env, query.bytes, region.box, analysis, { mode, sensitivity }, app) : undefined;
   const content = box && endpoint.searchesContent(box) ? await wrapTime(c, 'box', box.content()) : undefined;
   // Kept while the index is searched (each route awaits both): the answer still names an im_id that is there.
-  const kept = wrapTime(c, 'keep', keepQueryImage(c.env, app.id, query, analysis));
+  const kept = wrapTime(c, 'keep', keepQueryImage(c.env, app, query, analysis));
   const search = (vector: number[], objectType: string | undefined) =>
     runSearch(c.env, { ...searchedApp(app), space: 'visual', vector: textVector ? steer(vector, textVector) : vector, objectType }, options);
   const objects = { analysis, region, mode, sensitivity, box, content };

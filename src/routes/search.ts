@@ -13,6 +13,7 @@ import { runSearch } from '../search/pipeline';
 import { searchedApp } from '../search/plan';
 import { SIMILAR_QUERY } from '../search/similar-query';
 import { fetchableFields, toValueMap } from '../search/value-map';
+import { catalogDatabase } from '../storage/databases';
 import { findImageByName } from '../storage/images';
 import { isImagePending } from '../storage/transactions';
 import { imageVectors } from '../storage/vectors';
@@ -23,11 +24,11 @@ const similar: Handler<AppEnv> = async (c) => {
   const imName = params.required('im_name', new ApiError(400, SEARCH_ERRORS.imageNotFound));
   const options = readSearchOptions(params, schema, app, { limitName: 'limit', allowGroupBy: true });
   // The query image's metadata is read only for qinfo.
-  const image = await findImageByName(c.env.DB, app.id, imName, options.qinfo ? 'all' : []);
+  const image = await findImageByName(catalogDatabase(c.env, app), app.id, imName, options.qinfo ? 'all' : []);
 
   const stillProcessing = new ApiError(404, SEARCH_ERRORS.stillProcessing);
   if (!image) {
-    if (await isImagePending(c.env.DB, app.id, imName)) throw stillProcessing;
+    if (await isImagePending(catalogDatabase(c.env, app), app.id, imName)) throw stillProcessing;
     throw new ApiError(404, SEARCH_ERRORS.imageNotFound);
   }
   const [stored] = await imageVectors(c.env, app.embedModel).getByIds([String(image.id)]);

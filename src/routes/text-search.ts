@@ -13,6 +13,7 @@ import { searchQuota } from '../search/quota';
 import { runSearch } from '../search/pipeline';
 import { searchedApp } from '../search/plan';
 import { embedQueryText, MODEL_READS_NO_TEXT, readQueryText, TEXT_QUERY } from '../search/text-query';
+import { catalogDatabase } from '../storage/databases';
 
 /**
  * Search by text (beyond the ViSearch API): the text's embedding by the application's model, which must read text, against
@@ -22,7 +23,7 @@ const textSearch: Handler<AppEnv> = async (c) => {
   const { params, app } = c.var;
   const text = readQueryText(params, { required: true });
   const options = readSearchOptions(params, c.var.schema, app, { limitName: 'limit', allowGroupBy: true });
-  await requireCollection(c.env.DB, app.id);
+  await requireCollection(catalogDatabase(c.env, app), app.id);
 
   const vector = await wrapTime(c, 'inference', embedQueryText(c.env, text, app.embedModel));
   const page = await wrapTime(c, 'index', runSearch(c.env, { ...searchedApp(app), space: 'visual', vector, anyObject: true }, options));

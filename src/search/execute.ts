@@ -1,6 +1,7 @@
 import type { Env } from '../env';
 import { matches } from '../filter';
 import type { VectorIndex } from '../ports/vector-index/types';
+import { catalogDatabase } from '../storage/databases';
 import { getImagesByIds, type ImageSummary } from '../storage/images';
 import type { ImageMetadata } from '../storage/metadata';
 import { readProjection } from '../storage/projections';
@@ -55,7 +56,7 @@ async function nearest(env: Env, plan: SearchPlan): Promise<Match[]> {
  */
 export async function findCandidates(env: Env, plan: SearchPlan): Promise<Candidate[]> {
   const found = await nearest(env, plan);
-  const images = await getImagesByIds(env.DB, plan.appId, [...new Set(found.map((match) => match.imageId))], plan.readFields);
+  const images = await getImagesByIds(catalogDatabase(env, plan), plan.appId, [...new Set(found.map((match) => match.imageId))], plan.readFields);
   const best = new Map<number, Candidate>();
   for (const match of found) {
     const image = images.get(match.imageId);
@@ -71,6 +72,6 @@ export async function findCandidates(env: Env, plan: SearchPlan): Promise<Candid
  */
 export async function readShownMetadata(env: Env, plan: SearchPlan, shown: ImageSummary[]): Promise<Map<number, ImageMetadata>> {
   if (!plan.valueMap?.readForPage) return new Map(shown.map((image) => [image.id, image.metadata]));
-  const images = await getImagesByIds(env.DB, plan.appId, shown.map((image) => image.id), plan.valueMap.fields);
+  const images = await getImagesByIds(catalogDatabase(env, plan), plan.appId, shown.map((image) => image.id), plan.valueMap.fields);
   return new Map([...images].map(([id, image]) => [id, image.metadata]));
 }

@@ -32,6 +32,8 @@ export type SearchRequest = SearchedApp & {
 /** The application searched, as far as its vectors go. */
 export type SearchedApp = {
   appId: string;
+  /** The D1 binding its catalog is in (storage/databases.ts). */
+  database: string;
   /** The application's embedding model: whose indexes a visual query searches. */
   embedModel: string;
   /**
@@ -41,7 +43,12 @@ export type SearchedApp = {
   tuning: number | null;
 };
 
-export const searchedApp = (app: { id: string; embedModel: string; tuning: number | null }): SearchedApp => ({ appId: app.id, embedModel: app.embedModel, tuning: app.tuning });
+export const searchedApp = (app: { id: string; database: string; embedModel: string; tuning: number | null }): SearchedApp => ({
+  appId: app.id,
+  database: app.database,
+  embedModel: app.embedModel,
+  tuning: app.tuning,
+});
 
 /** What planning needs to know of the deployment, read by the executor (search/execute.ts). */
 export type IndexFacts = {
@@ -62,6 +69,7 @@ export type PageSlice =
 /** A search decided before anything is read (qdrant's PlannedQuery): run by search/execute.ts, answered by search/answer.ts. */
 export type SearchPlan = {
   appId: string;
+  database: string;
   embedModel: string;
   /** The visual indexes searched are the model's tuned ones, and `vector` is projected by this tuning before. */
   tuning: number | null;
@@ -147,6 +155,7 @@ export function planSearch(request: SearchRequest, options: SearchOptions, facts
   const { fields } = options;
   return {
     appId: request.appId,
+    database: request.database,
     embedModel: request.embedModel,
     tuning: request.space === 'visual' ? request.tuning : null,
     vector: request.vector,

@@ -8,6 +8,7 @@ import { hasSupportedDimensions, probeImage, type ImageInfo } from '../images/pr
 import type { AppRecord } from '../storage/apps';
 import { putImageBlob, queryBlobKey } from '../storage/blobs';
 import { primaryDatabase } from '../storage/d1-meter';
+import { catalogDatabase } from '../storage/databases';
 import { findQueryImage, insertQueryImage, setQueryImageAnalysis } from '../storage/query-images';
 import { keptAnalysisText, parseQueryAnalysis, type QueryAnalysis } from './query-analysis';
 import { countDownloadedBytes, refuseCutDownload } from './quota';
@@ -33,7 +34,7 @@ const notFound = (): ApiError => new ApiError(404, 'Image not found with im_id.'
  */
 export type QueryImage = { imId: string; bytes: () => Promise<Uint8Array>; info: ImageInfo; isNew: boolean; analysis?: QueryAnalysis };
 
-type QueryApp = Pick<AppRecord, 'id' | 'embedModel' | 'limits' | 'productTypes'>;
+type QueryApp = Pick<AppRecord, 'id' | 'database' | 'embedModel' | 'limits' | 'productTypes'>;
 
 const newImId = (): string => crypto.randomUUID().replaceAll('-', '');
 
@@ -83,7 +84,7 @@ export async function resolveQueryImage(env: Env, app: QueryApp, params: Request
 
   if (imId) {
     // Kept by an earlier search, maybe a moment ago: a replica that has not seen it yet does not say it is unknown.
-    const row = (await findQueryImage(env.DB, app.id, imId)) ?? (await findQueryImage(primaryDatabase(env), app.id, imId));
+    const row = (await findQueryImage(catalogDatabase(env, app), app.id, imId)) ?? (await findQueryImage(primaryDatabase(env, app.database), app.id, imId));
     if (!row) throw notFound();
     const info = { format: row.format as ImageInfo['format'], width: row.width, height: row.height };
     let stored: Promise<Uint8Array> | undefined;
@@ -113,9 +114,11 @@ export async function resolveQueryImage(env: Env, app: QueryApp, params: Request
  * none. Called once the image has been analysed, so that one the inference service cannot read (or whose box lies
  * outside it) leaves nothing behind.
  */
-export async function keepQueryImage(env: Env, appId: string, query: QueryImage, analysis: QueryAnalysis): Promise<void> {
+export async function keepQueryImage(env: Env, app: { id: string; database: string }, query: QueryImage, analysis: QueryAnalysis): Promise<void> {
+  const appId = app.id;
+  const db = catalogDatabase(env, app);
   if (query.isNew) {
     await putImageBlob(env.BLOBS, queryBlobKey(appId, query.imId), await query.bytes(), query.info.format);
-    await insertQueryImage(env.DB, appId, query.imId, query.info, keptAnalysisText(analysis));
-  } else if (!query.analysis) await setQueryImageAnalysis(env.DB, appId, query.imId, keptAnalysisText(analysis));
+    await insertQueryImage(db, appId, query.imId, query.info, keptAnalysisText(analysis));
+  } else if (!query.analysis) await setQueryImageAnalysis(db, appId, query.imId, keptAnalysisText(analysis));
 }

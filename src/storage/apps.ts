@@ -1,8 +1,10 @@
 import type { DetectVocabulary, VocabularyType } from '@edge-image-search/contract/wire';
+import type { Env } from '../env';
 import { formatTimestamp } from '../time';
 import { APP_CACHE_ENTRIES, AppCache, appCacheTtlMs } from './app-cache';
+import { catalogDatabase, CONTROL_DATABASE, databaseNamed, databasePosition } from './databases';
 import { notePlacement, type Placement } from './placement';
-import { forgetNumbers, NUMBER_TAKEN, takeNumber } from './sequence';
+import { forgetNumbers, numberTaken, takeNumber } from './sequence';
 import { isCarriedByVectors } from './vector-metadata';
 
 export const FIELD_TYPES = ['string', 'int', 'float', 'text'] as const;
@@ -39,6 +41,8 @@ export type AppRecord = {
   tuning: number | null;
   /** Where its shards live (storage/placement.ts); null: made before placement, in each group's first index. */
   placement: Placement | null;
+  /** The D1 binding its catalog rows are in (storage/databases.ts). */
+  database: string;
 };
 /** What is stored of a new application's keys: the secret key and the app key only as digests (auth/keys.ts). */
 export type NewApp = { id: string; name: string; accessKey: string; secretKeyHash: string; appKeyHash: string };
@@ -58,6 +62,7 @@ type AppRow = {
   product_types: string | null;
   tuning: number | null;
   placement: string | null;
+  database: string;
 };
 
 const toRecord = (row: AppRow): AppRecord => ({
@@ -76,6 +81,7 @@ const toRecord = (row: AppRow): AppRecord => ({
   productTypes: productTypesOf(row.product_types),
   tuning: row.tuning,
   placement: row.placement === null ? null : (JSON.parse(row.placement) as Placement),
+  database: row.database,
 });
 
 /** The `product_types` column as stored (JSON, written by setProductTypes); null: the service's defaults. */
@@ -92,13 +98,23 @@ export async function setProductTypes(db: D1Database, appId: string, types: Voca
   forgetApp(appId);
 }
 
-/** A new application, on `embedModel`, its shards where `placement` says. */
-export async function createApp(db: D1Database, app: NewApp, embedModel: string, placement: Placement): Promise<void> {
-  await db
-    .prepare(
-      'INSERT INTO apps (id, name, access_key, secret_key_hash, app_key_hash, embed_model, placement, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-    )
-    .bind(app.id, app.name, app.accessKey, app.secretKeyHash, app.appKeyHash, embedModel, JSON.stringify(placement), formatTimestamp())
+/**
+ * A new application, on `embedModel`, its shards where `placement` says and its catalog in `database`. A catalog
+ * database other than the control one gets a row of the application too, first: only the target of its catalog
+ * tables' foreign keys (their rows go when it is deleted), holding no key nor setting, never read.
+ */
+export async function createApp(env: Env, app: NewApp, embedModel: string, placement: Placement, database: string): Promise<void> {
+  const createdAt = formatTimestamp();
+  if (database !== CONTROL_DATABASE) {
+    await databaseNamed(env, database)
+      .prepare("INSERT INTO apps (id, name, access_key, secret_key_hash, app_key_hash, embed_model, database, created_at) VALUES (?1, '', ?1, '', ?1, ?2, ?3, ?4)")
+      .bind(app.id, embedModel, database, createdAt)
+      .run();
+  }
+  await env.DB.prepare(
+    'INSERT INTO apps (id, name, access_key, secret_key_hash, app_key_hash, embed_model, placement, database, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  )
+    .bind(app.id, app.name, app.accessKey, app.secretKeyHash, app.appKeyHash, embedModel, JSON.stringify(placement), database, createdAt)
     .run();
 }
 
@@ -114,32 +130,39 @@ export async function getApp(db: D1Database, id: string): Promise<AppRecord | nu
  */
 export type StoredField = SchemaField & { carried: boolean };
 
-type SchemaRow = { name: string; type: FieldType; searchable: number; carried: number };
-
-const toSchema = (rows: SchemaRow[]): StoredField[] =>
-  rows.map((row) => ({ name: row.name, type: row.type, searchable: row.searchable === 1, carried: row.carried === 1 }));
+type SchemaRow = { name: string; type: FieldType; searchable: number; carried_from: number | null };
 
 /** The columns an application is found by. */
 type AppKeyColumn = 'id' | 'access_key' | 'app_key_hash';
 
-/** The schema of the application whose `column` is `value`. */
+/** The fields of the application whose `column` is `value`, from the control database. */
 function schemaStatement(db: D1Database, column: AppKeyColumn, value: string): D1PreparedStatement {
-  // The oldest image is looked up only for a field not carried by every vector since the beginning.
   return db
-    .prepare(
-      `WITH app AS (SELECT id FROM apps WHERE ${column} = ?1)
-       SELECT name, type, searchable,
-         CASE WHEN carried_from IS NULL THEN 0 WHEN carried_from = 0 THEN 1
-           ELSE carried_from <= coalesce((SELECT min(id) FROM images WHERE app_id = (SELECT id FROM app)), carried_from) END AS carried
-       FROM app_fields WHERE app_id = (SELECT id FROM app) ORDER BY name`,
-    )
+    .prepare(`SELECT name, type, searchable, carried_from FROM app_fields WHERE app_id = (SELECT id FROM apps WHERE ${column} = ?) ORDER BY name`)
     .bind(value);
 }
 
+/**
+ * The fields with whether vectors carry each: a field carried from a number of the sequence is carried once the
+ * application's oldest image came after it. That image is in the catalog's database, so it is looked up (one more
+ * round trip) only when a field is carried from a number, not from the beginning.
+ */
+async function toSchema(env: Env, app: { id: string; database: string }, rows: SchemaRow[]): Promise<StoredField[]> {
+  const oldest = rows.some((row) => (row.carried_from ?? 0) > 0)
+    ? await catalogDatabase(env, app).prepare('SELECT min(id) AS id FROM images WHERE app_id = ?').bind(app.id).first<number | null>('id')
+    : null;
+  return rows.map((row) => ({
+    name: row.name,
+    type: row.type,
+    searchable: row.searchable === 1,
+    carried: row.carried_from !== null && row.carried_from <= (oldest ?? row.carried_from),
+  }));
+}
+
 /** The schema as stored now, for writes and the admin API (searches read the calling application's copy). */
-export async function getSchema(db: D1Database, appId: string): Promise<StoredField[]> {
-  const { results } = await schemaStatement(db, 'id', appId).all<SchemaRow>();
-  return toSchema(results);
+export async function getSchema(env: Env, app: { id: string; database: string }): Promise<StoredField[]> {
+  const { results } = await schemaStatement(env.DB, 'id', app.id).all<SchemaRow>();
+  return toSchema(env, app, results);
 }
 
 /**
@@ -154,9 +177,6 @@ export type CallingApp = {
   readNow?: true;
 };
 
-/** What the cached lookups read: the database and APP_CACHE_TTL_MS. */
-export type AppCacheEnv = { DB: D1Database; APP_CACHE_TTL_MS?: string };
-
 const callingApps = new AppCache<CallingApp>(APP_CACHE_ENTRIES);
 const cacheKey = (column: AppKeyColumn, value: string): string => `${column}:${value}`;
 
@@ -165,29 +185,27 @@ const cacheKey = (column: AppKeyColumn, value: string): string => `${column}:${v
  * An unknown key is not kept: it costs a read each time, and a stream of made-up keys cannot push real
  * applications out of the cache.
  */
-async function findCallingApp(env: AppCacheEnv, column: AppKeyColumn, value: string): Promise<CallingApp | null> {
+async function findCallingApp(env: Env, column: AppKeyColumn, value: string): Promise<CallingApp | null> {
   const key = cacheKey(column, value);
   const cached = callingApps.get(key);
   if (cached) return cached;
   const mark = callingApps.mark();
-  const [apps, fields] = await env.DB.batch([
-    env.DB.prepare(`SELECT * FROM apps WHERE ${column} = ?`).bind(value),
-    schemaStatement(env.DB, column, value),
-  ]);
+  const [apps, fields] = await env.DB.batch([env.DB.prepare(`SELECT * FROM apps WHERE ${column} = ?`).bind(value), schemaStatement(env.DB, column, value)]);
   const row = apps?.results[0] as AppRow | undefined;
   if (!row) return null;
-  const found = { app: toRecord(row), secretKeyHash: row.secret_key_hash, schema: toSchema((fields?.results ?? []) as SchemaRow[]) };
-  notePlacement(row.id, found.app.placement);
+  const app = toRecord(row);
+  const found = { app, secretKeyHash: row.secret_key_hash, schema: await toSchema(env, app, (fields?.results ?? []) as SchemaRow[]) };
+  notePlacement(row.id, app.placement);
   callingApps.keep([key], row.id, found, appCacheTtlMs(env), mark);
   return { ...found, readNow: true };
 }
 
 /** The application and its secret's digest, for Basic auth. */
-export const findAppByAccessKey = (env: AppCacheEnv, accessKey: string): Promise<CallingApp | null> =>
+export const findAppByAccessKey = (env: Env, accessKey: string): Promise<CallingApp | null> =>
   findCallingApp(env, 'access_key', accessKey);
 
 /** The application whose app key has this digest. */
-export const findAppByAppKeyHash = (env: AppCacheEnv, appKeyHash: string): Promise<CallingApp | null> =>
+export const findAppByAppKeyHash = (env: Env, appKeyHash: string): Promise<CallingApp | null> =>
   findCallingApp(env, 'app_key_hash', appKeyHash);
 
 /** The application changed (keys, settings, schema, model): this isolate forgets it at once, others within the TTL. */
@@ -217,29 +235,49 @@ export async function updateSettings(db: D1Database, appId: string, settings: Ap
  * every vector at once (0) when no image and no pending insert or update of the application has a value for it, as
  * for a field just added; otherwise it takes a number of the image sequence, above every version accepted before, so
  * that only versions accepted after (whose vectors the consumer writes with the schema it reads then) count as
- * carrying it. Decided inside the batch, against the stored rows, so that no insert or other replacement comes between.
+ * carrying it. The fields are in the control database, the images and the sequence in the catalog's: so the fields
+ * are written first, such a field not carried yet (NULL: a filter on it is applied in D1), and only then are the
+ * number taken and the values looked for, in one batch of the catalog's database. A version accepted after the
+ * fields' write is written with the new schema whatever its number, so a number taken after that write is safe;
+ * a failure in between leaves the field not carried, which only costs filters speed until the schema is sent again.
  */
-export async function replaceSchema(db: D1Database, appId: string, fields: SchemaField[]): Promise<void> {
+export async function replaceSchema(env: Env, app: { id: string; database: string }, fields: SchemaField[]): Promise<void> {
+  const db = env.DB;
   const stored = '(SELECT carried_from FROM app_fields WHERE app_id = ?1 AND name = ?2)';
-  const hasValues = `EXISTS (SELECT 1 FROM images WHERE app_id = ?1 AND json_type(metadata, ?6) IS NOT NULL)
-    OR EXISTS (SELECT 1 FROM insert_items JOIN insert_transactions ON insert_transactions.id = insert_items.trans_id
-               WHERE insert_transactions.app_id = ?1 AND insert_items.state = 'pending' AND json_type(insert_items.metadata, ?6) IS NOT NULL)`;
   await db.batch([
-    takeNumber(db),
-    db.prepare('DELETE FROM app_fields WHERE app_id = ? AND name NOT IN (SELECT value FROM json_each(?))').bind(appId, JSON.stringify(fields.map((field) => field.name))),
+    db.prepare('DELETE FROM app_fields WHERE app_id = ? AND name NOT IN (SELECT value FROM json_each(?))').bind(app.id, JSON.stringify(fields.map((field) => field.name))),
     ...fields.map((field) =>
       db
         .prepare(
-          // coalesce evaluates its arguments in turn: values are looked for only for a field the vectors begin to carry.
           `INSERT INTO app_fields (app_id, name, type, searchable, carried_from)
-           SELECT ?1, ?2, ?3, ?4, CASE WHEN ?5 THEN coalesce(${stored}, CASE WHEN ${hasValues} THEN ${NUMBER_TAKEN} ELSE 0 END) END
+           SELECT ?1, ?2, ?3, ?4, CASE WHEN ?5 THEN ${stored} END
            WHERE true
            ON CONFLICT (app_id, name) DO UPDATE SET type = excluded.type, searchable = excluded.searchable, carried_from = excluded.carried_from`,
         )
-        // Field names hold no quote (admin/bodies.ts), so the JSON path needs no escaping.
-        .bind(appId, field.name, field.type, field.searchable ? 1 : 0, isCarriedByVectors(field) ? 1 : 0, `$."${field.name}"`),
+        .bind(app.id, field.name, field.type, field.searchable ? 1 : 0, isCarriedByVectors(field) ? 1 : 0),
     ),
-    forgetNumbers(db),
   ]);
-  forgetApp(appId);
+  forgetApp(app.id);
+  const carried = fields.filter(isCarriedByVectors);
+  if (carried.length === 0) return;
+  const catalog = catalogDatabase(env, app);
+  const hasValues = `EXISTS (SELECT 1 FROM images WHERE app_id = ?1 AND json_type(metadata, ?2) IS NOT NULL)
+    OR EXISTS (SELECT 1 FROM insert_items JOIN insert_transactions ON insert_transactions.id = insert_items.trans_id
+               WHERE insert_transactions.app_id = ?1 AND insert_items.state = 'pending' AND json_type(insert_items.metadata, ?2) IS NOT NULL)`;
+  const [, ...found] = await catalog.batch<{ carried_from: number }>([
+    takeNumber(catalog),
+    ...carried.map((field) =>
+      catalog
+        .prepare(`SELECT CASE WHEN ${hasValues} THEN ${numberTaken(databasePosition(env, app.database))} ELSE 0 END AS carried_from`)
+        // Field names hold no quote (admin/bodies.ts), so the JSON path needs no escaping.
+        .bind(app.id, `$."${field.name}"`),
+    ),
+    forgetNumbers(catalog),
+  ]);
+  await db.batch(
+    carried.map((field, k) =>
+      db.prepare('UPDATE app_fields SET carried_from = ? WHERE app_id = ? AND name = ? AND carried_from IS NULL').bind(found[k]!.results[0]!.carried_from, app.id, field.name),
+    ),
+  );
+  forgetApp(app.id);
 }

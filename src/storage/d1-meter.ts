@@ -1,5 +1,6 @@
 import type { Env } from '../env';
 import type { VectorIndex } from '../ports/vector-index/types';
+import { CONTROL_DATABASE, databaseNames } from './databases';
 
 /**
  * A request's round trips to D1 and to the vector index, counted and timed for its `Server-Timing` (README, Deploy):
@@ -75,10 +76,13 @@ export class RoundTripMeter {
     this.#delayMs = { 'd1-primary': simulatedMs(env.D1_SIMULATED_PRIMARY_MS), 'd1-replica': simulatedMs(env.D1_SIMULATED_REPLICA_MS), 'vector-index': 0 };
   }
 
-  /** A copy of the env whose DB reads as `reads` says, and whose round trips (D1 and vector index) this meter counts. */
+  /**
+   * A copy of the env whose databases (each D1_DATABASES lists) read as `reads` says, and whose round trips (D1 and
+   * vector index) this meter counts.
+   */
   envReading(reads: Reads): Env {
-    const db = reads === 'near' ? this.#nearDatabase() : this.#database(this.env.DB, 'primary');
-    return { ...this.env, DB: db, [METER]: this } as MeteredEnv;
+    const databases = Object.fromEntries(databaseNames(this.env).map((name) => [name, this.#database(name, reads)]));
+    return { ...this.env, ...databases, [METER]: this } as MeteredEnv;
   }
 
   /** Each kind's count and summed time, all three even at zero. */
@@ -130,18 +134,14 @@ export class RoundTripMeter {
     };
   }
 
-  #database(db: D1Database, reads: Reads): D1Database {
-    return this.#withPrimaryOnly(this.#sending(db, reads));
-  }
-
-  /** The binding behind a session that may read a replica (D1's Sessions API, `first-unconstrained`). */
-  #nearDatabase(): D1Database {
-    return this.#withPrimaryOnly(this.#sending(this.env.DB.withSession('first-unconstrained'), 'near'));
+  /** The binding `name`, or (`near`) it behind a session that may read a replica (D1's Sessions API, `first-unconstrained`). */
+  #database(name: string, reads: Reads): D1Database {
+    const db = (this.env as unknown as Record<string, D1Database>)[name]!;
+    return this.#withPrimaryOnly(db, this.#sending(reads === 'near' ? db.withSession('first-unconstrained') : db, reads));
   }
 
   /** What only the binding does (a session has no `exec`, `dump` nor sessions of its own): on the primary. */
-  #withPrimaryOnly(sends: Sends): D1Database {
-    const db = this.env.DB;
+  #withPrimaryOnly(db: D1Database, sends: Sends): D1Database {
     const database = {
       ...sends,
       exec: (query: string) => this.count('d1-primary', () => db.exec(query)),
@@ -158,5 +158,6 @@ export class RoundTripMeter {
 /** The meter whose env copy this is; none outside a request (the queue consumer, the sweeper). */
 export const roundTripMeterOf = (env: Env): RoundTripMeter | undefined => (env as MeteredEnv)[METER];
 
-/** The env's D1 on the primary, which has every write, even where the env reads near. */
-export const primaryDatabase = (env: Env): D1Database => roundTripMeterOf(env)?.envReading('primary').DB ?? env.DB;
+/** The env's database `name` (the control one unless said) on the primary, which has every write, even where the env reads near. */
+export const primaryDatabase = (env: Env, name = CONTROL_DATABASE): D1Database =>
+  ((roundTripMeterOf(env)?.envReading('primary') ?? env) as unknown as Record<string, D1Database>)[name]!;

@@ -1,11 +1,58 @@
 import type { Env } from '../env';
+import { placeDatabase } from '../placement/databases';
+import { DATABASE_SLOTS } from './sequence';
 
-/** The D1 binding holding applications, keys and settings (docs/decisions.md, "Placement"), and every catalog today. */
+/** The D1 binding holding applications, keys, settings and placement (docs/decisions.md, "Placement"), and catalogs too. */
 export const CONTROL_DATABASE = 'DB';
 
-/** The capacity view of the databases (GET /admin/placement): each with its applications, images and bytes. */
+/** D1_DATABASES: the bindings catalogs are placed on, in order, the control database first; positions never change. */
+export function databaseNames(env: Pick<Env, 'D1_DATABASES'>): readonly string[] {
+  const names = env.D1_DATABASES.split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
+  if (names[0] !== CONTROL_DATABASE) throw new Error(`D1_DATABASES must list ${CONTROL_DATABASE} first`);
+  if (names.length > DATABASE_SLOTS) throw new Error(`D1_DATABASES lists more than ${DATABASE_SLOTS} databases`);
+  return names;
+}
+
+/** A database's position in D1_DATABASES, part of every number it allocates (storage/sequence.ts). */
+export const databasePosition = (env: Pick<Env, 'D1_DATABASES'>, name: string): number => databaseNames(env).indexOf(name);
+
+/** A binding D1_DATABASES lists; in a request's env copy, metered as the request reads (storage/d1-meter.ts). */
+export function databaseNamed(env: Env, name: string): D1Database {
+  const database = (env as unknown as Record<string, D1Database | undefined>)[name];
+  if (!database || !databaseNames(env).includes(name)) throw new Error(`The D1 database ${name} is not bound and listed in D1_DATABASES`);
+  return database;
+}
+
+/** The database an application's catalog rows (images, transactions, versions, query images, jobs) are in. */
+export const catalogDatabase = (env: Env, app: { database: string }): D1Database => databaseNamed(env, app.database);
+
+/** Each database's applications, counted in the control database. */
+async function applicationsPer(env: Env): Promise<Map<string, number>> {
+  const { results } = await env.DB.prepare('SELECT database, COUNT(*) AS applications FROM apps GROUP BY database').all<{ database: string; applications: number }>();
+  return new Map(results.map((row) => [row.database, row.applications]));
+}
+
+/** Every database with its applications, images and bytes (D1 answers each query with `meta.size_after`). */
 export async function databaseFills(env: Env): Promise<{ name: string; applications: number; images: number; bytes: number }[]> {
-  // D1 answers every query with the database's size after it (`meta.size_after`).
-  const { results, meta } = await env.DB.prepare('SELECT (SELECT COUNT(*) FROM apps) AS applications, (SELECT COUNT(*) FROM images) AS images').all<{ applications: number; images: number }>();
-  return [{ name: CONTROL_DATABASE, applications: results[0]!.applications, images: results[0]!.images, bytes: meta.size_after }];
+  const applications = await applicationsPer(env);
+  return Promise.all(
+    databaseNames(env).map(async (name) => {
+      const { results, meta } = await databaseNamed(env, name).prepare('SELECT COUNT(*) AS images FROM images').all<{ images: number }>();
+      return { name, applications: applications.get(name) ?? 0, images: results[0]!.images, bytes: meta.size_after };
+    }),
+  );
+}
+
+/**
+ * The database a new application's catalog goes to (placeDatabase: the most free bytes, its size unknown yet); null
+ * when every one is full.
+ */
+export async function placeNewApplication(env: Env): Promise<string | null> {
+  const applications = await applicationsPer(env);
+  const fills = await Promise.all(
+    databaseNames(env).map(async (name) => ({ name, applications: applications.get(name) ?? 0, bytes: (await databaseNamed(env, name).prepare('SELECT 1').run()).meta.size_after })),
+  );
+  return placeDatabase(fills, 0);
 }

@@ -1,6 +1,8 @@
 import type { DetectVocabulary } from '@edge-image-search/contract/wire';
+import type { Env } from '../env';
 import { formatTimestamp } from '../time';
-import { forgetApp, productTypesOf, vocabularyOf } from './apps';
+import { forgetApp, productTypesOf, vocabularyOf, type AppRecord } from './apps';
+import { catalogDatabase } from './databases';
 import { jobProgressOf, LAST_PENDING_SEQ, pendingInsertsUpTo, type JobProgress, type JobProgressRow } from './jobs';
 import { embedModelNumber, registerEmbedModel } from './model-numbers';
 
@@ -56,14 +58,16 @@ export async function getReindex(db: D1Database, appId: string): Promise<Reindex
  * application is on that model already or a reindex of it is under way (embedding or retiring). A failed one into
  * the same model resumes where it stopped.
  */
-export async function startReindex(db: D1Database, appId: string, toModel: string): Promise<Reindex | null> {
+export async function startReindex(db: D1Database, app: Pick<AppRecord, 'id' | 'embedModel' | 'tuning'>, toModel: string): Promise<Reindex | null> {
+  // The application's model and tuning were read from the control database just before: its tuning changes only with
+  // a tuning under way, which this statement checks, in the database of the reindex.
+  if (app.embedModel === toModel || app.tuning !== null) return null;
   const now = formatTimestamp();
   const row = await db
     .prepare(
       `INSERT INTO reindexes (app_id, from_model, to_model, from_seq, state, started_at, updated_at)
-       SELECT a.id, a.embed_model, ?2, ${LAST_PENDING_SEQ}, 'embedding', ?3, ?3
-       FROM apps a WHERE a.id = ?1 AND a.embed_model != ?2 AND a.tuning IS NULL
-         AND NOT EXISTS (SELECT 1 FROM tunings WHERE app_id = ?1 AND state IN ('fitting', 'projecting', 'evaluating', 'retiring'))
+       SELECT ?1, ?4, ?2, ${LAST_PENDING_SEQ}, 'embedding', ?3, ?3
+       WHERE NOT EXISTS (SELECT 1 FROM tunings WHERE app_id = ?1 AND state IN ('fitting', 'projecting', 'evaluating', 'retiring'))
        ON CONFLICT (app_id) DO UPDATE SET
          from_model = excluded.from_model, to_model = excluded.to_model, from_seq = excluded.from_seq, state = 'embedding',
          retire_cursor = 0, step = reindexes.step + 1, resumes = 0, error = NULL, started_at = excluded.started_at,
@@ -71,7 +75,7 @@ export async function startReindex(db: D1Database, appId: string, toModel: strin
        WHERE reindexes.state IN ('done', 'failed')
        RETURNING *`,
     )
-    .bind(appId, toModel, now)
+    .bind(app.id, toModel, now, app.embedModel)
     .first<ReindexRow>();
   return row ? toReindex(row) : null;
 }
@@ -101,19 +105,24 @@ export type WriteTargets = {
   tuning: number | null;
 };
 
-export async function writeTargets(db: D1Database, appId: string): Promise<WriteTargets> {
-  const row = await db
-    .prepare(
-      `SELECT a.embed_model, a.product_types, r.to_model,
-         COALESCE(a.tuning, CASE WHEN t.state IN ('projecting', 'evaluating') THEN t.version END) AS tuning
-       FROM apps a LEFT JOIN reindexes r ON r.app_id = a.id AND r.state = 'embedding' LEFT JOIN tunings t ON t.app_id = a.id
-       WHERE a.id = ?`,
-    )
-    .bind(appId)
-    .first<{ embed_model: string; product_types: string | null; to_model: string | null; tuning: number | null }>();
-  if (!row) throw new Error(`No application ${appId}`);
-  const models = row.to_model === null || row.to_model === row.embed_model ? [row.embed_model] : [row.embed_model, row.to_model];
-  return { models, vocabulary: vocabularyOf({ productTypes: productTypesOf(row.product_types) }), tuning: row.tuning };
+export async function writeTargets(env: Env, app: { id: string; database: string }): Promise<WriteTargets> {
+  // The application's model and types are in the control database, its jobs in its catalog's: read side by side.
+  const [row, jobs] = await Promise.all([
+    env.DB.prepare('SELECT embed_model, product_types, tuning FROM apps WHERE id = ?')
+      .bind(app.id)
+      .first<{ embed_model: string; product_types: string | null; tuning: number | null }>(),
+    catalogDatabase(env, app)
+      .prepare(
+        `SELECT (SELECT to_model FROM reindexes WHERE app_id = ?1 AND state = 'embedding') AS to_model,
+           (SELECT version FROM tunings WHERE app_id = ?1 AND state IN ('projecting', 'evaluating')) AS tuning`,
+      )
+      .bind(app.id)
+      .first<{ to_model: string | null; tuning: number | null }>(),
+  ]);
+  if (!row) throw new Error(`No application ${app.id}`);
+  const toModel = jobs?.to_model ?? null;
+  const models = toModel === null || toModel === row.embed_model ? [row.embed_model] : [row.embed_model, toModel];
+  return { models, vocabulary: vocabularyOf({ productTypes: productTypesOf(row.product_types) }), tuning: row.tuning ?? jobs?.tuning ?? null };
 }
 
 /** An image whose vectors are not yet in the reindex's model. */
@@ -151,28 +160,35 @@ export async function markReembedded(db: D1Database, image: ImageToReembed, mode
  * image item accepted before the reindex is still pending (its consumer may have written the old model only; those
  * accepted later write both, ingest/insert-item.ts). Whether it moved.
  */
-export async function switchToNewModel(db: D1Database, reindex: Reindex): Promise<boolean> {
-  const now = formatTimestamp();
-  const [, moved] = await db.batch([
-    db
-      .prepare(
-        `UPDATE apps SET embed_model = ?2 WHERE id = ?1 AND embed_model = ?3 AND ?2 != ?3
-           AND EXISTS (SELECT 1 FROM reindexes WHERE app_id = ?1 AND state = 'embedding' AND step = ?5)
-           AND NOT EXISTS (${pendingInsertsUpTo('?4')})
-           AND NOT EXISTS (SELECT 1 FROM images WHERE app_id = ?1 AND model < ${embedModelNumber('?2')})
-           AND NOT EXISTS (SELECT 1 FROM images WHERE app_id = ?1 AND model > ${embedModelNumber('?2')})`,
-      )
-      .bind(reindex.appId, reindex.toModel, reindex.fromModel, reindex.fromSeq, reindex.step),
-    db
-      .prepare(
-        `UPDATE reindexes SET state = 'retiring', switch_seq = ${LAST_PENDING_SEQ}, step = step + 1, resumes = 0, error = NULL, updated_at = ?3
-         WHERE app_id = ?1 AND state = 'embedding' AND step = ?4 AND (SELECT embed_model FROM apps WHERE id = ?1) = ?2`,
-      )
-      .bind(reindex.appId, reindex.toModel, now, reindex.step),
-  ]);
-  if (!moved?.meta.changes) return false;
+export async function switchToNewModel(env: Env, app: { id: string; database: string }, reindex: Reindex): Promise<boolean> {
+  const db = catalogDatabase(env, app);
+  // The application is in the control database, its images and the reindex in its catalog's: checked there first. No
+  // image goes back to the old model meanwhile (versions accepted since the reindex began are written in the new one
+  // too), and a crash after the move leaves the reindex embedding, whose next step finds nothing to embed and comes
+  // here again: the move is then made already, and the reindex turns retiring.
+  const ready = await db
+    .prepare(
+      `SELECT EXISTS (SELECT 1 FROM reindexes WHERE app_id = ?1 AND state = 'embedding' AND step = ?5)
+         AND NOT EXISTS (${pendingInsertsUpTo('?4')})
+         AND NOT EXISTS (SELECT 1 FROM images WHERE app_id = ?1 AND model < ${embedModelNumber('?2')})
+         AND NOT EXISTS (SELECT 1 FROM images WHERE app_id = ?1 AND model > ${embedModelNumber('?2')}) AS ready`,
+    )
+    .bind(reindex.appId, reindex.toModel, reindex.fromModel, reindex.fromSeq, reindex.step)
+    .first<number>('ready');
+  if (!ready) return false;
+  const moved = await env.DB.prepare('UPDATE apps SET embed_model = ?2 WHERE id = ?1 AND embed_model IN (?2, ?3) RETURNING id')
+    .bind(reindex.appId, reindex.toModel, reindex.fromModel)
+    .first();
   forgetApp(reindex.appId);
-  return true;
+  if (!moved) return false;
+  const retiring = await db
+    .prepare(
+      `UPDATE reindexes SET state = 'retiring', switch_seq = ${LAST_PENDING_SEQ}, step = step + 1, resumes = 0, error = NULL, updated_at = ?2
+       WHERE app_id = ?1 AND state = 'embedding' AND step = ?3`,
+    )
+    .bind(reindex.appId, formatTimestamp(), reindex.step)
+    .run();
+  return retiring.meta.changes > 0;
 }
 
 /**

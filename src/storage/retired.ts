@@ -2,6 +2,7 @@ import type { Env } from '../env';
 import { formatTimestamp } from '../time';
 import { retryAt } from './back-off';
 import { deleteBlobs } from './blobs';
+import { catalogDatabase } from './databases';
 import { deleteImageVectors } from './vectors';
 
 const RETIRE = 'INSERT INTO retired_versions (image_id, app_id, object_count, blob_key, retired_at)';
@@ -45,10 +46,10 @@ async function dueRetired(db: D1Database, now: Date, appId?: string): Promise<Re
 }
 
 /** Deletes the vectors, then the bytes, then the records of `versions`: every step may be repeated. */
-async function deleteLeftovers(env: Env, versions: Retired[]): Promise<void> {
+async function deleteLeftovers(env: Env, db: D1Database, versions: Retired[]): Promise<void> {
   await deleteImageVectors(env, versions.map((row) => ({ id: row.image_id, object_count: row.object_count })));
   await deleteBlobs(env.BLOBS, versions.map((row) => row.blob_key));
-  await env.DB.prepare('DELETE FROM retired_versions WHERE image_id IN (SELECT value FROM json_each(?))')
+  await db.prepare('DELETE FROM retired_versions WHERE image_id IN (SELECT value FROM json_each(?))')
     .bind(JSON.stringify(versions.map((row) => row.image_id)))
     .run();
 }
@@ -59,12 +60,12 @@ async function deleteLeftovers(env: Env, versions: Retired[]): Promise<void> {
  * batch that fails is split in halves, each tried on its own, so that a version whose deletion fails is found in a
  * few tries and waits (storage/back-off.ts) while the others of its batch go; what the tries left is taken next time.
  */
-export async function deleteRetiredVersions(env: Env, now: Date): Promise<{ deleted: number; failed: number }> {
+export async function deleteRetiredVersions(env: Env, db: D1Database, now: Date): Promise<{ deleted: number; failed: number }> {
   const done = { deleted: 0, failed: 0, tries: 0 };
   const attempt = async (versions: Retired[]): Promise<void> => {
     if (versions.length === 0 || done.tries++ >= TRIES_PER_RUN) return;
     try {
-      await deleteLeftovers(env, versions);
+      await deleteLeftovers(env, db, versions);
       done.deleted += versions.length;
       return;
     } catch (error) {
@@ -76,13 +77,13 @@ export async function deleteRetiredVersions(env: Env, now: Date): Promise<{ dele
       }
       const [version] = versions as [Retired];
       console.error(JSON.stringify({ event: 'retired_delete_failed', imageId: version.image_id, error: String(error) }));
-      await env.DB.prepare('UPDATE retired_versions SET failures = failures + 1, retry_at = ? WHERE image_id = ?')
+      await db.prepare('UPDATE retired_versions SET failures = failures + 1, retry_at = ? WHERE image_id = ?')
         .bind(retryAt(version.failures, now), version.image_id)
         .run();
       done.failed++;
     }
   };
-  await attempt(await dueRetired(env.DB, now));
+  await attempt(await dueRetired(db, now));
   return { deleted: done.deleted, failed: done.failed };
 }
 
@@ -91,10 +92,12 @@ export async function deleteRetiredVersions(env: Env, now: Date): Promise<{ dele
  * left to the sweeper and not counted against the versions' back-off, so that a removed image's vectors still go at
  * the next sweep (docs/deploy.md).
  */
-export async function deleteRetiredSoon(env: Env, appId: string): Promise<void> {
+export async function deleteRetiredSoon(env: Env, app: { id: string; database: string }): Promise<void> {
+  const appId = app.id;
   try {
-    const due = await dueRetired(env.DB, new Date(), appId);
-    if (due.length > 0) await deleteLeftovers(env, due);
+    const db = catalogDatabase(env, app);
+    const due = await dueRetired(db, new Date(), appId);
+    if (due.length > 0) await deleteLeftovers(env, db, due);
   } catch (error) {
     console.error(JSON.stringify({ event: 'retired_delete_failed', appId, error: String(error) }));
   }

@@ -5,7 +5,14 @@
  */
 export const takeNumber = (db: D1Database): D1PreparedStatement => db.prepare('INSERT INTO image_ids DEFAULT VALUES');
 
-/** The number the last takeNumber of this batch allocated, as an SQL expression. */
-export const NUMBER_TAKEN = '(SELECT MAX(id) FROM image_ids)';
+/**
+ * Numbers are image (and vector) ids, and the vector indexes are shared by every database: so each database's numbers
+ * are its allocator's count times DATABASE_SLOTS plus its position in D1_DATABASES (storage/databases.ts), unique
+ * across databases, and above every number of before (the count itself) in the control database.
+ */
+export const DATABASE_SLOTS = 1024;
+
+/** The number the last takeNumber of this batch allocated in the database at `position`, as an SQL expression. */
+export const numberTaken = (position: number): string => `((SELECT MAX(id) FROM image_ids) * ${DATABASE_SLOTS} + ${position})`;
 
 export const forgetNumbers = (db: D1Database): D1PreparedStatement => db.prepare('DELETE FROM image_ids');

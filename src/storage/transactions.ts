@@ -1,6 +1,8 @@
 import { DATA_ERRORS } from '../http/messages';
 import { formatTimestamp } from '../time';
-import { forgetNumbers, NUMBER_TAKEN, takeNumber } from './sequence';
+import type { Env } from '../env';
+import { catalogDatabase, databaseNamed, databasePosition } from './databases';
+import { forgetNumbers, numberTaken, takeNumber } from './sequence';
 import type { ImageMetadata } from './metadata';
 import { LIMIT_PASSED, LimitReached, limitParams, type InsertLimit, type InsertLimits } from './usage';
 import { couldNameImage } from './image-name';
@@ -17,7 +19,8 @@ export const isMetadataUpdate = (item: InsertItem): boolean => item.imUrl === nu
  * `seq`: the item's place in the order of operations on its name, and for an image item the id of the version it
  * makes (migrations/0008).
  */
-export type PendingItem = InsertItem & { transId: number; appId: string; seq: number };
+/** An item waiting to be processed, in the catalog `database` of its application. */
+export type PendingItem = InsertItem & { transId: number; appId: string; seq: number; database: string };
 export type ItemOutcome = { state: 'done' } | { state: 'failed'; code: number; message: string };
 
 export type TransactionStatus = {
@@ -43,11 +46,14 @@ const newTransactionId = (): number => Date.now() * 1024 + Math.floor(Math.rando
  * of operations on its name, and for an image item the id of the version it makes.
  */
 export async function createTransaction(
-  db: D1Database,
-  appId: string,
+  env: Env,
+  app: { id: string; database: string },
   items: InsertItem[],
   limits: InsertLimits = { imageLimit: null, pendingLimit: null },
 ): Promise<number> {
+  const db = catalogDatabase(env, app);
+  const appId = app.id;
+  const taken = numberTaken(databasePosition(env, app.database));
   const now = formatTimestamp();
   const limited = limitParams(appId, items.map((item) => item.imName), limits);
   for (let attempt = 0; ; attempt++) {
@@ -69,7 +75,7 @@ export async function createTransaction(
             db
               .prepare(
                 `INSERT INTO insert_items (trans_id, item_index, im_name, im_url, staged_key, metadata, kind, seq)
-                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ${NUMBER_TAKEN} WHERE EXISTS (SELECT 1 FROM insert_transactions WHERE id = ?1)`,
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ${taken} WHERE EXISTS (SELECT 1 FROM insert_transactions WHERE id = ?1)`,
               )
               .bind(
                 transId,
@@ -102,8 +108,9 @@ export async function deleteTransaction(db: D1Database, transId: number): Promis
   ]);
 }
 
-/** The item if it still waits to be processed; null once it is done or failed (a redelivered message). */
-export async function getPendingItem(db: D1Database, transId: number, index: number): Promise<PendingItem | null> {
+/** The item of catalog `database` if it still waits to be processed; null once it is done or failed (a redelivered message). */
+export async function getPendingItem(env: Env, database: string, transId: number, index: number): Promise<PendingItem | null> {
+  const db = databaseNamed(env, database);
   const row = await db
     .prepare(
       `SELECT t.app_id, i.im_name, i.im_url, i.staged_key, i.metadata, i.kind, i.seq FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
@@ -121,7 +128,7 @@ export async function getPendingItem(db: D1Database, transId: number, index: num
     }>();
   if (!row) return null;
   // Accepted before items were numbered (migrations/0008): numbered now, after every item numbered at acceptance.
-  const seq = row.seq ?? (await numberItem(db, transId, index));
+  const seq = row.seq ?? (await numberItem(db, databasePosition(env, database), transId, index));
   return {
     transId,
     index,
@@ -131,13 +138,14 @@ export async function getPendingItem(db: D1Database, transId: number, index: num
     stagedKey: row.staged_key,
     metadata: JSON.parse(row.metadata) as ImageMetadata,
     seq,
+    database,
   };
 }
 
-async function numberItem(db: D1Database, transId: number, index: number): Promise<number> {
+async function numberItem(db: D1Database, position: number, transId: number, index: number): Promise<number> {
   const [, , , numbered] = await db.batch<{ seq: number }>([
     takeNumber(db),
-    db.prepare(`UPDATE insert_items SET seq = ${NUMBER_TAKEN} WHERE trans_id = ? AND item_index = ? AND seq IS NULL`).bind(transId, index),
+    db.prepare(`UPDATE insert_items SET seq = ${numberTaken(position)} WHERE trans_id = ? AND item_index = ? AND seq IS NULL`).bind(transId, index),
     forgetNumbers(db),
     db.prepare('SELECT seq FROM insert_items WHERE trans_id = ? AND item_index = ?').bind(transId, index),
   ]);
@@ -237,22 +245,28 @@ export async function hasEarlierPendingItem(db: D1Database, appId: string, imNam
 /** A pending item of a transaction that stopped making progress, and how often it was re-sent already. */
 export type StalledItem = { transId: number; index: number; sweeps: number };
 
+/** Whether a consumer started an item of `db` since `since`: with every database's answer, whether the queue is busy. */
+export async function itemStartedSince(db: D1Database, since: string): Promise<boolean> {
+  return (await db.prepare('SELECT EXISTS (SELECT 1 FROM insert_items WHERE started_at >= ?) AS started').bind(since).first<number>('started')) === 1;
+}
+
 /**
  * Pending items whose message looks lost, oldest first: one a consumer started before `before` and never settled (it
- * died with it), and, only while no consumer started anything since `before` (the queue is idle, not behind a
- * backlog), one never started of a transaction older than that. An item queued behind a long import is neither.
+ * died with it), and, only while no consumer started anything since `before` in any database (`queueIdle`: the queue
+ * is idle, not behind a backlog), one never started of a transaction older than that. An item queued behind a long
+ * import is neither.
  */
-export async function findStalledItems(db: D1Database, before: string, limit: number): Promise<StalledItem[]> {
+export async function findStalledItems(db: D1Database, before: string, limit: number, queueIdle: boolean): Promise<StalledItem[]> {
   const { results } = await db
     .prepare(
       `SELECT i.trans_id, i.item_index, i.sweeps FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
        WHERE i.state = 'pending' AND (
          (i.started_at IS NOT NULL AND i.started_at < ?1)
-         OR (i.started_at IS NULL AND t.start_time < ?1 AND NOT EXISTS (SELECT 1 FROM insert_items WHERE started_at >= ?1))
+         OR (i.started_at IS NULL AND t.start_time < ?1 AND ?3)
        )
        ORDER BY i.trans_id, i.item_index LIMIT ?2`,
     )
-    .bind(before, limit)
+    .bind(before, limit, queueIdle ? 1 : 0)
     .all<{ trans_id: number; item_index: number; sweeps: number }>();
   return results.map((row) => ({ transId: row.trans_id, index: row.item_index, sweeps: row.sweeps }));
 }

@@ -1,5 +1,7 @@
+import type { Env } from '../env';
 import { formatTimestamp } from '../time';
-import { forgetApp } from './apps';
+import { forgetApp, type AppRecord } from './apps';
+import { catalogDatabase } from './databases';
 import { jobProgressOf, LAST_PENDING_SEQ, pendingInsertsUpTo, type JobProgress, type JobProgressRow } from './jobs';
 
 /**
@@ -97,60 +99,68 @@ export async function labelCounts(db: D1Database, appId: string, field: string, 
 
 /**
  * Begins a tuning of the application, version one past its last: null when one is under way (or a reindex is). An
- * application tuned already is untuned in the same batch, and the new tuning's vectors wait `ttlMs` before they are
- * written over the old ones, so that no isolate's cached copy of the application searches them mixed.
+ * application tuned already is untuned first, and the new tuning's vectors wait `ttlMs` before they are written over
+ * the old ones, so that no isolate's cached copy of the application searches them mixed. The application is in the
+ * control database, the tuning in its catalog's: untuning first is safe, since an application tuned has neither a
+ * tuning nor a reindex under way (each begins only on an untuned one), so the start that follows is refused only by
+ * a start of the same moment, which untunes it too.
  */
 export async function startTuning(
-  db: D1Database,
-  appId: string,
+  env: Env,
+  app: Pick<AppRecord, 'id' | 'database' | 'tuning'>,
   tuning: { labelField: string; apply: TuningApply; classes: string[]; labelled: number },
   ttlMs: number,
 ): Promise<Tuning | null> {
+  const appId = app.id;
+  const db = catalogDatabase(env, app);
   const now = formatTimestamp();
   const notBefore = formatTimestamp(new Date(Date.now() + ttlMs));
-  const [started] = await db.batch<TuningRow>([
-    db
-      .prepare(
-        `INSERT INTO tunings (app_id, version, label_field, apply, state, classes, labelled, not_before, started_at, updated_at)
-         SELECT a.id, 1, ?2, ?3, 'fitting', ?4, ?5, CASE WHEN a.tuning IS NULL THEN NULL ELSE ?7 END, ?6, ?6 FROM apps a
-         WHERE a.id = ?1 AND NOT EXISTS (SELECT 1 FROM reindexes WHERE app_id = ?1 AND state IN ('embedding', 'retiring'))
-         ON CONFLICT (app_id) DO UPDATE SET
-           version = tunings.version + 1, label_field = excluded.label_field, apply = excluded.apply, state = 'fitting',
-           classes = excluded.classes, labelled = excluded.labelled, cursor = 0, phase_seq = 0, not_before = excluded.not_before,
-           fitted = 0, queries = 0, hits_before = 0, hits_after = 0, applied = NULL, failure = NULL, step = tunings.step + 1, resumes = 0,
-           error = NULL, started_at = excluded.started_at, updated_at = excluded.updated_at, finished_at = NULL
-         WHERE tunings.state NOT IN ${UNDER_WAY_SQL}
-         RETURNING *`,
-      )
-      .bind(appId, tuning.labelField, tuning.apply, JSON.stringify(tuning.classes), tuning.labelled, now, notBefore),
-    db.prepare(`UPDATE apps SET tuning = NULL WHERE id = ?1 AND (SELECT state FROM tunings WHERE app_id = ?1) = 'fitting' AND (SELECT started_at FROM tunings WHERE app_id = ?1) = ?2`).bind(appId, now),
-  ]);
-  const row = started!.results[0];
-  if (!row) return null;
-  forgetApp(appId);
-  return toTuning(row);
+  if (app.tuning !== null) {
+    await env.DB.prepare('UPDATE apps SET tuning = NULL WHERE id = ?').bind(appId).run();
+    forgetApp(appId);
+  }
+  const row = await db
+    .prepare(
+      `INSERT INTO tunings (app_id, version, label_field, apply, state, classes, labelled, not_before, started_at, updated_at)
+       SELECT ?1, 1, ?2, ?3, 'fitting', ?4, ?5, CASE WHEN ?8 THEN NULL ELSE ?7 END, ?6, ?6
+       WHERE NOT EXISTS (SELECT 1 FROM reindexes WHERE app_id = ?1 AND state IN ('embedding', 'retiring'))
+       ON CONFLICT (app_id) DO UPDATE SET
+         version = tunings.version + 1, label_field = excluded.label_field, apply = excluded.apply, state = 'fitting',
+         classes = excluded.classes, labelled = excluded.labelled, cursor = 0, phase_seq = 0, not_before = excluded.not_before,
+         fitted = 0, queries = 0, hits_before = 0, hits_after = 0, applied = NULL, failure = NULL, step = tunings.step + 1, resumes = 0,
+         error = NULL, started_at = excluded.started_at, updated_at = excluded.updated_at, finished_at = NULL
+       WHERE tunings.state NOT IN ${UNDER_WAY_SQL}
+       RETURNING *`,
+    )
+    .bind(appId, tuning.labelField, tuning.apply, JSON.stringify(tuning.classes), tuning.labelled, now, notBefore, app.tuning === null ? 1 : 0)
+    .first<TuningRow>();
+  return row ? toTuning(row) : null;
 }
 
 /**
  * Moves the application back to its untuned vectors and has the tuning's deleted after `ttlMs` (isolates' cached copies
  * of the application expire first): a tuning applied, or one under way, which stops. The retire pass's step number, or
- * null when there is nothing to untune.
+ * null when there is nothing to untune. The application (control database) is untuned before the tuning (its catalog's)
+ * retires: a failure in between leaves tuned vectors no search reads, retired by untuning again.
  */
-export async function untune(db: D1Database, appId: string, ttlMs: number): Promise<number | null> {
+export async function untune(env: Env, app: { id: string; database: string }, ttlMs: number): Promise<number | null> {
+  const appId = app.id;
   const now = formatTimestamp();
-  const [retiring] = await db.batch<{ step: number }>([
-    db
-      .prepare(
-        `UPDATE tunings SET state = 'retiring', cursor = 0, phase_seq = ${LAST_PENDING_SEQ}, not_before = ?3, applied = 0,
-           step = step + 1, resumes = 0, updated_at = ?2
-         WHERE app_id = ?1 AND (state IN ('fitting', 'projecting', 'evaluating') OR (state = 'done' AND applied = 1))
-         RETURNING step`,
-      )
-      .bind(appId, now, formatTimestamp(new Date(Date.now() + ttlMs))),
-    db.prepare('UPDATE apps SET tuning = NULL WHERE id = ?').bind(appId),
-  ]);
+  await env.DB.prepare('UPDATE apps SET tuning = NULL WHERE id = ?').bind(appId).run();
   forgetApp(appId);
-  return retiring!.results[0]?.step ?? null;
+  const retiring = await catalogDatabase(env, app)
+    .prepare(
+      `UPDATE tunings SET state = 'retiring', cursor = 0, phase_seq = ${LAST_PENDING_SEQ}, not_before = ?3, applied = 0,
+         step = step + 1, resumes = 0, updated_at = ?2
+       WHERE app_id = ?1 AND (state IN ('fitting', 'projecting', 'evaluating') OR (state = 'done' AND applied = 1))
+       RETURNING step`,
+    )
+    .bind(appId, now, formatTimestamp(new Date(Date.now() + ttlMs)))
+    .first<{ step: number }>();
+  // Again: an evaluation that applied the tuning between the two (decideTuning) is undone.
+  await env.DB.prepare('UPDATE apps SET tuning = NULL WHERE id = ?').bind(appId).run();
+  forgetApp(appId);
+  return retiring?.step ?? null;
 }
 
 /** The changes a step makes besides moving on: its progress, a new phase (its pending items recorded), counts added. */
@@ -198,22 +208,26 @@ export async function advanceTuning(db: D1Database, tuning: Pick<Tuning, 'appId'
 }
 
 /**
- * Ends the evaluation: the application moves to the tuning at once (`apply`), in the batch that marks it done, or the
- * tuning is not applied and its vectors are retired. Whether this step still owned the tuning.
+ * Ends the evaluation: the application moves to the tuning at once (`apply`), once the tuning is marked done, or the
+ * tuning is not applied and its vectors are retired. Whether this step still owned the tuning. The tuning (catalog
+ * database) is marked before the application (control database) moves: only a step that owned it moves it, and a
+ * failure in between leaves the application untuned, as if the tuning were not applied.
  */
-export async function decideTuning(db: D1Database, tuning: Tuning, apply: boolean, ttlMs: number): Promise<number | null> {
+export async function decideTuning(env: Env, app: { id: string; database: string }, tuning: Tuning, apply: boolean, ttlMs: number): Promise<number | null> {
+  const db = catalogDatabase(env, app);
   const now = formatTimestamp();
   if (apply) {
-    const [, done] = await db.batch([
-      db
-        .prepare(`UPDATE apps SET tuning = ?2 WHERE id = ?1 AND EXISTS (SELECT 1 FROM tunings WHERE app_id = ?1 AND state = 'evaluating' AND step = ?3)`)
-        .bind(tuning.appId, tuning.version, tuning.step),
-      db
-        .prepare(`UPDATE tunings SET state = 'done', applied = 1, step = step + 1, updated_at = ?2, finished_at = ?2 WHERE app_id = ?1 AND state = 'evaluating' AND step = ?3`)
-        .bind(tuning.appId, now, tuning.step),
-    ]);
+    const done = await db
+      .prepare(`UPDATE tunings SET state = 'done', applied = 1, step = step + 1, updated_at = ?2, finished_at = ?2 WHERE app_id = ?1 AND state = 'evaluating' AND step = ?3`)
+      .bind(tuning.appId, now, tuning.step)
+      .run();
+    if (!done.meta.changes) return null;
+    await env.DB.prepare('UPDATE apps SET tuning = ? WHERE id = ?').bind(tuning.version, tuning.appId).run();
+    // An untune that came between (it retires the tuning between two untunings of the application) is undone here.
+    const applied = await db.prepare(`SELECT 1 FROM tunings WHERE app_id = ? AND state = 'done' AND applied = 1 AND version = ?`).bind(tuning.appId, tuning.version).first();
+    if (!applied) await env.DB.prepare('UPDATE apps SET tuning = NULL WHERE id = ? AND tuning = ?').bind(tuning.appId, tuning.version).run();
     forgetApp(tuning.appId);
-    return done!.meta.changes ? tuning.step + 1 : null;
+    return tuning.step + 1;
   }
   const row = await db
     .prepare(

@@ -5,7 +5,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 /** The fault proxy's modes (test/support/inference-faults.ts). */
 type FaultMode = 'pass' | 'hang' | 'garbage' | 'busy';
 import { embedModels } from '../../src/storage/embed-models';
-import { adminHeaders, basicAuth, call, createApp, fixtureUrl, imageBytes, insert, search, waitForTransaction, type Credentials } from '../worker/helpers';
+import { adminHeaders, basicAuth, catalogOf, call, createApp, fixtureUrl, imageBytes, insert, search, waitForTransaction, type Credentials } from '../worker/helpers';
 
 /**
  * The Worker against an inference service that fails for real (test/support/inference-faults.ts): killed, hanging,
@@ -45,7 +45,7 @@ async function processedPercent(app: Credentials, transId: number): Promise<numb
 
 /** Rows the insert left in D1: each accepted image at most once, whatever the redeliveries. */
 const imageRows = async (app: Credentials): Promise<number> =>
-  (await env.DB.prepare('SELECT count(*) AS n FROM images WHERE app_id = ?').bind(app.app_id).first<{ n: number }>())!.n;
+  (await (await catalogOf(app)).prepare('SELECT count(*) AS n FROM images WHERE app_id = ?').bind(app.app_id).first<{ n: number }>())!.n;
 
 afterEach(async () => {
   await fault('mode/pass');

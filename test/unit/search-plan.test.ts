@@ -21,7 +21,7 @@ const optionsOf = (query: string, endpoint: { limitName: 'limit' | 'result_limit
 
 /** 16 shards of Vectorize's topK 100, and metadata indexes on brand and price. */
 const FACTS: IndexFacts = { maxTopK: 1600, metadataIndexes: parseMetadataIndexes('brand:string, price:number') };
-const VISUAL: SearchRequest = { appId: 'app1', embedModel: 'model-a', tuning: null, space: 'visual', vector: [1, 0] };
+const VISUAL: SearchRequest = { appId: 'app1', database: 'DB', embedModel: 'model-a', tuning: null, space: 'visual', vector: [1, 0] };
 
 describe('search plan: what the vector indexes apply and what is checked after the join', () => {
   it("a tuned application's visual search is planned in its tuning's space; a colour search never is", () => {

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { getSchema } from '../../src/storage/apps';
-import { createApp, discoversearch, fixtureUrl, imageBytes, insertAndWait, replaceSchema, search, uploadsearch, type Credentials, type SearchBody } from './helpers';
+import { createApp, discoversearch, fixtureUrl, imageBytes, insertAndWait, replaceSchema, search, uploadsearch, type Credentials, type SearchBody, appOf } from './helpers';
 
 /** 200 catalog images: every usable shared image twice, under two names, with metadata of all four types. */
 const BRANDS = ['acme', 'globex', 'initech', 'umbrella'];
@@ -250,7 +250,7 @@ describe('a field made searchable after its images were inserted', () => {
     const files = ['animals_birds_hen.png', 'animals_birds_rooster.png', 'animals_birds_penguin.png', 'animals_birds_magpie.png'];
     const images = files.map((file, i) => ({ im_name: `p${i}`, im_url: fixtureUrl(`/images/${file}`), price: String(10 * (i + 1)), story: `bird ${i}` }));
     await insertAndWait(app, images);
-    const carried = async () => Object.fromEntries((await getSchema(env.DB, app.app_id)).map((field) => [field.name, field.carried]));
+    const carried = async () => Object.fromEntries((await getSchema(env, await appOf(app))).map((field) => [field.name, field.carried]));
     await replaceSchema(app, [
       { name: 'price', type: 'float', searchable: true },
       { name: 'story', type: 'text', searchable: true },

@@ -17,6 +17,7 @@ import {
   type DetectedObject,
   type ResultItem,
   type UploadBody,
+  catalogOf,
 } from './helpers';
 import { imageNameOf } from '@edge-image-search/devtools/image-names';
 
@@ -135,7 +136,7 @@ describe('a box or a point names the object the detector sees', () => {
   it('a search by im_id needs the kept image only for a box around no object: a point or a named box reads no pixels', async () => {
     const { body: first } = await uploadsearch(app, { image: await imageBytes('/images/opencv-doc_plant.jpg'), score: 'true' });
     const pot = first.product_types[0]!;
-    const { blob_key: key } = (await env.DB.prepare('SELECT blob_key FROM query_images WHERE id = ?').bind(first.im_id).first<{ blob_key: string }>())!;
+    const { blob_key: key } = (await (await catalogOf(app)).prepare('SELECT blob_key FROM query_images WHERE id = ?').bind(first.im_id).first<{ blob_key: string }>())!;
     // The stored pixels gone (as nothing ever removes them before the row expires): what needs no pixels still answers.
     await env.BLOBS.delete(key);
     const named = await uploadsearch(app, { im_id: first.im_id, box: pot.box.join(','), score: 'true' });
@@ -153,7 +154,7 @@ describe('a box or a point names the object the detector sees', () => {
     expect(first.headers.get('server-timing')).toMatch(/inference;/);
     const firstBody = await first.json<UploadBody>();
     const keptAnalysis = async () => {
-      const row = await env.DB.prepare('SELECT analysis FROM query_images WHERE id = ?').bind(firstBody.im_id).first<{ analysis: string }>();
+      const row = await (await catalogOf(app)).prepare('SELECT analysis FROM query_images WHERE id = ?').bind(firstBody.im_id).first<{ analysis: string }>();
       return (JSON.parse(row!.analysis) as { objects: DetectedObject[] }).objects.map(({ type, score, box }) => ({ type, score, box }));
     };
     const analysis = await keptAnalysis();
@@ -168,7 +169,7 @@ describe('a box or a point names the object the detector sees', () => {
     expect(againBody.result).toEqual(firstBody.result);
     // An image kept without an analysis (or with one that does not read) is analysed again, and the analysis kept.
     for (const stored of [null, '{"objects": "not an analysis"}']) {
-      await env.DB.prepare('UPDATE query_images SET analysis = ? WHERE id = ?').bind(stored, firstBody.im_id).run();
+      await (await catalogOf(app)).prepare('UPDATE query_images SET analysis = ? WHERE id = ?').bind(stored, firstBody.im_id).run();
       const analysedAgain = await upload({ im_id: firstBody.im_id });
       expect(analysedAgain.headers.get('server-timing')).toMatch(/inference;/);
       expect((await analysedAgain.json<UploadBody>()).product_types).toEqual(firstBody.product_types);

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { imageVectors } from '../../src/storage/vectors';
-import { adminHeaders, basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, retiredLeft, search, setLimits, waitForTransaction, type Credentials } from './helpers';
+import { adminHeaders, basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, retiredLeft, search, setLimits, waitForTransaction, type Credentials, catalogOf } from './helpers';
 
 /** The insert answer's HTTP status and envelope status: failures too are HTTP 200, with `status: 'fail'`. */
 const outcome = async (response: Response): Promise<{ http: number; status: string }> => ({
@@ -32,7 +32,7 @@ describe('metadata by the schema', () => {
     // Fields outside the schema and text fields select nothing: no value_map (spec 2.5).
     const none = await search(app, 'im_name=b&fl=description&fl=nope');
     expect(none.body.result).toEqual([{ im_name: 'a' }]);
-    const stored = await env.DB.prepare('SELECT metadata FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, 'a').first<{ metadata: string }>();
+    const stored = await (await catalogOf(app)).prepare('SELECT metadata FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, 'a').first<{ metadata: string }>();
     expect(JSON.parse(stored!.metadata)).toEqual({ brand: 'Acme', price: 9.5, stock: 7, description: 'a hen' });
   });
 
@@ -47,7 +47,7 @@ describe('metadata by the schema', () => {
       { im_name: 'tiger-twin', im_url: fixtureUrl('/near-copy/animals_mammals_cats_tiger.png') },
     ]);
     const row = async () =>
-      env.DB.prepare('SELECT id, metadata, format, blob_key FROM images WHERE app_id = ? AND im_name = ?')
+      (await catalogOf(app)).prepare('SELECT id, metadata, format, blob_key FROM images WHERE app_id = ? AND im_name = ?')
         .bind(app.app_id, 'item')
         .first<{ id: number; metadata: string; format: string; blob_key: string }>();
     const before = await row();
@@ -70,7 +70,7 @@ describe('metadata by the schema', () => {
     expect(blob?.httpMetadata?.contentType).toBe('image/png');
     const tiger = await (await fetch(fixtureUrl('/images/animals_mammals_cats_tiger.png'))).arrayBuffer();
     expect((await blob!.arrayBuffer()).byteLength).toBe(tiger.byteLength);
-    const count = await env.DB.prepare('SELECT count(*) AS n FROM images WHERE app_id = ?').bind(app.app_id).first<{ n: number }>();
+    const count = await (await catalogOf(app)).prepare('SELECT count(*) AS n FROM images WHERE app_id = ?').bind(app.app_id).first<{ n: number }>();
     expect(count?.n).toBe(3);
   });
 });
@@ -122,7 +122,7 @@ describe('operator limits (admin API) and the general errors', () => {
     return { accepted: bodies.flatMap((body) => (body.status === 'OK' ? [body.trans_id!] : [])), refused: bodies.filter((body) => body.status !== 'OK') };
   }
 
-  const countWhere = async (sql: string, appId: string) => (await env.DB.prepare(sql).bind(appId).first<{ n: number }>())!.n;
+  const countWhere = async (sql: string, appId: string) => (await (await catalogOf(appId)).prepare(sql).bind(appId).first<{ n: number }>())!.n;
 
   it('holds the collection size limit under parallel inserts', async () => {
     const app = await createApp();
@@ -182,7 +182,7 @@ describe('bulk: 250 images in three calls', () => {
 
     const succeeded = statuses.reduce((sum, status) => sum + status.success_count, 0);
     expect(succeeded).toBe(250 - expectedFailures.length);
-    const { results } = await env.DB.prepare('SELECT id FROM images WHERE app_id = ?').bind(app.app_id).all<{ id: number }>();
+    const { results } = await (await catalogOf(app)).prepare('SELECT id FROM images WHERE app_id = ?').bind(app.app_id).all<{ id: number }>();
     expect(results).toHaveLength(succeeded);
     const vectors = await imageVectors(env, env.EMBED_MODEL).getByIds(results.map((row) => String(row.id)));
     expect(vectors).toHaveLength(succeeded);

@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createApp, fixtureUrl, insertAndWait, search, type Credentials, type SearchBody } from './helpers';
+import { createApp, fixtureUrl, insertAndWait, search, type Credentials, type SearchBody, catalogOf } from './helpers';
 
 /** Synthetic images with known palettes: stripes of pure colours in known shares. */
 const SYNTHETIC: Record<string, string> = {
@@ -53,7 +53,7 @@ describe('GET /colorsearch', () => {
 
   it('finds real images by their own extracted colours near the top', async () => {
     for (const file of REAL) {
-      const row = await env.DB.prepare('SELECT colors FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, file).first<{ colors: string }>();
+      const row = await (await catalogOf(app)).prepare('SELECT colors FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, file).first<{ colors: string }>();
       // rrggbb and the ratio times 255, per colour (migrations/0023).
       const palette = (row!.colors.match(/.{8}/g) ?? []).map((color) => ({ hex: color.slice(0, 6), ratio: parseInt(color.slice(6), 16) / 255 })).slice(0, 5);
       expect(palette.length, file).toBeGreaterThan(0);

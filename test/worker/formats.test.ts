@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createApp, fixtureUrl, insertAndWait, search, type Credentials } from './helpers';
+import { createApp, fixtureUrl, insertAndWait, search, type Credentials, catalogOf } from './helpers';
 
 type Variant = { name: string; extension: string; format: string; lossy: boolean };
 
@@ -30,7 +30,7 @@ describe('every spec format is inserted, told by its bytes', () => {
   });
 
   it.each(variants.map((variant) => [variant.name, variant] as const))('%s', async (_, variant) => {
-    const row = await env.DB.prepare('SELECT format, width, height FROM images WHERE app_id = ? AND im_name = ?')
+    const row = await (await catalogOf(app)).prepare('SELECT format, width, height FROM images WHERE app_id = ? AND im_name = ?')
       .bind(app.app_id, variantNameOf(variant))
       .first();
     expect(row).toEqual({ format: variant.format, width: 451, height: 300 });

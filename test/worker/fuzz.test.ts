@@ -12,6 +12,8 @@ import {
   uploadsearch,
   waitForTransaction,
   type Credentials,
+  allDatabases,
+  databaseNames,
 } from './helpers';
 
 /**
@@ -401,11 +403,14 @@ const auths = mostly(
 
 /** Every row of each D1 table, and every R2 object, as text: compared before and after each rejected call. */
 async function storageState(): Promise<Map<string, string>> {
-  const { results: tables } = await env.DB.prepare(
-    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'",
-  ).all<{ name: string }>();
-  const rows = await env.DB.batch(tables.map(({ name }) => env.DB.prepare(`SELECT * FROM "${name}"`)));
-  const state = new Map(tables.map(({ name }, index) => [`D1 ${name}`, JSON.stringify(rows[index]!.results)]));
+  const state = new Map<string, string>();
+  for (const [k, db] of allDatabases().entries()) {
+    const { results: tables } = await db
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'")
+      .all<{ name: string }>();
+    const rows = await db.batch(tables.map(({ name }) => db.prepare(`SELECT * FROM "${name}"`)));
+    for (const [index, { name }] of tables.entries()) state.set(`D1 ${databaseNames()[k]} ${name}`, JSON.stringify(rows[index]!.results));
+  }
   const objects: string[] = [];
   let cursor: string | undefined;
   do {

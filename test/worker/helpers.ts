@@ -2,6 +2,7 @@ import { createExecutionContext, createScheduledController, env, SELF, waitOnExe
 import { expect } from 'vitest';
 import type { Env } from '../../src/env';
 import worker from '../../src/index';
+import { getApp, type AppRecord } from '../../src/storage/apps';
 
 export type Credentials = { app_id: string; access_key: string; secret_key: string; app_key: string };
 export type SchemaField = { name: string; type: 'string' | 'int' | 'float' | 'text'; searchable?: boolean };
@@ -19,6 +20,37 @@ export const fixtureUrl = (path: string): string => `${env.FIXTURES_URL}${path}`
 export const call = (path: string, init?: RequestInit): Promise<Response> => SELF.fetch(`${BASE}${path}`, init);
 
 /** A fresh application (and optional schema) through the admin API, on EMBED_MODEL unless `embedModel` says. */
+/** The application's id and catalog database (storage/databases.ts), as the storage functions take them. */
+export async function appOf(app: Pick<Credentials, 'app_id'> | string): Promise<{ id: string; database: string }> {
+  const id = typeof app === 'string' ? app : app.app_id;
+  const row = await env.DB.prepare('SELECT database FROM apps WHERE id = ?').bind(id).first<{ database: string }>();
+  return { id, database: row!.database };
+}
+
+/** The D1 database holding the application's catalog rows: images, transactions, versions, jobs. */
+export async function catalogOf(app: Pick<Credentials, 'app_id'> | string): Promise<D1Database> {
+  return databaseOf((await appOf(app)).database);
+}
+
+/** The D1_DATABASES bindings, in order. */
+export const databaseNames = (): string[] => env.D1_DATABASES.split(',').map((name) => name.trim());
+const databaseOf = (name: string): D1Database => (env as unknown as Record<string, D1Database>)[name]!;
+
+/** Every D1 database of the deployment, in D1_DATABASES' order. */
+export const allDatabases = (): D1Database[] => databaseNames().map(databaseOf);
+
+/** The binding of the database holding transaction `transId` (transaction ids are unique across databases). */
+export async function transactionDatabase(transId: number): Promise<string> {
+  for (const name of databaseNames()) if (await databaseOf(name).prepare('SELECT 1 FROM insert_transactions WHERE id = ?').bind(transId).first()) return name;
+  throw new Error(`No transaction ${transId}`);
+}
+
+/** The database holding transaction `transId`. */
+export const transactionDb = async (transId: number): Promise<D1Database> => databaseOf(await transactionDatabase(transId));
+
+/** The application's record as the Worker reads it (storage/apps.ts). */
+export const appRecord = async (app: Credentials): Promise<AppRecord> => (await getApp(env.DB, app.app_id))!;
+
 export async function createApp(name = 'test', fields: SchemaField[] = [], embedModel?: string): Promise<Credentials> {
   const created = await call('/admin/apps', { method: 'POST', headers: adminHeaders, body: JSON.stringify({ name, embed_model: embedModel }) });
   expect(created.status).toBe(201);
@@ -73,7 +105,7 @@ export async function waitForTransaction(credentials: Credentials, transId: numb
  */
 export async function retiredLeft(credentials: Pick<Credentials, 'app_id'>): Promise<number> {
   const count = async () =>
-    (await env.DB.prepare('SELECT count(*) AS n FROM retired_versions WHERE app_id = ?').bind(credentials.app_id).first<{ n: number }>())!.n;
+    (await (await catalogOf(credentials)).prepare('SELECT count(*) AS n FROM retired_versions WHERE app_id = ?').bind(credentials.app_id).first<{ n: number }>())!.n;
   for (let tries = 0; tries < 50 && (await count()) > 0; tries++) await new Promise((resolve) => setTimeout(resolve, 100));
   return count();
 }

@@ -19,6 +19,7 @@ import {
   type Credentials,
   type DetectedObject,
   type UploadBody,
+  catalogOf,
 } from './helpers';
 
 type Hostile = {
@@ -84,7 +85,7 @@ describe('hostile images', () => {
   });
 
   it.each(images.map((image) => [image.name, image] as const))('insert of %s', async (_, image) => {
-    const row = await env.DB.prepare('SELECT format, width, height FROM images WHERE app_id = ? AND im_name = ?')
+    const row = await (await catalogOf(app)).prepare('SELECT format, width, height FROM images WHERE app_id = ? AND im_name = ?')
       .bind(app.app_id, image.name)
       .first();
     const error = errors.get(image.name);
@@ -148,7 +149,7 @@ describe('hostile images', () => {
     expect(response.status).toBe(200);
     const { status, im_id } = await response.json<UploadBody>();
     expect(status).toBe('OK');
-    const kept = await env.DB.prepare('SELECT format, width, height FROM query_images WHERE id = ?')
+    const kept = await (await catalogOf(app)).prepare('SELECT format, width, height FROM query_images WHERE id = ?')
       .bind(im_id)
       .first();
     expect(kept).toEqual({ format: 'png', width: named(UPRIGHT).width, height: named(UPRIGHT).height });

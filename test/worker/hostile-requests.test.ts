@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { MAX_FQ_LENGTH, MAX_PAREN_DEPTH } from '../../src/filter';
 import { MAX_BODY_BYTES, MAX_PARAMS, UNAUTHENTICATED_BODY } from '../../src/http/params';
 import { INSERT_MAX_BODY_BYTES } from '../../src/routes/data';
-import { basicAuth, call, createApp, fixtureUrl, imageBytes, insertAndWait, type Credentials } from './helpers';
+import { basicAuth, call, createApp, fixtureUrl, imageBytes, insertAndWait, type Credentials, catalogOf } from './helpers';
 
 /**
  * Requests built to hurt: malformed and oversized bodies, lying content types, missing and repeated parameters,
@@ -111,7 +111,7 @@ function streamOf(head: string, next: (k: number) => string, size = 19 * MB): { 
 
 /** The query images an application keeps: its D1 rows and R2 objects. */
 async function keptQueryImages(app: Credentials): Promise<{ rows: unknown[]; objects: string[] }> {
-  const { results: rows } = await env.DB.prepare('SELECT id FROM query_images WHERE app_id = ?').bind(app.app_id).all();
+  const { results: rows } = await (await catalogOf(app)).prepare('SELECT id FROM query_images WHERE app_id = ?').bind(app.app_id).all();
   const listed = await env.BLOBS.list({ prefix: `${app.app_id}/queries/` });
   return { rows, objects: listed.objects.map((object) => object.key) };
 }

@@ -8,21 +8,22 @@ import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { sweepStalledInserts } from '../../src/ingest/sweeper';
 import { formatTimestamp } from '../../src/time';
-import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, waitForTransaction, withVectorIndex } from './helpers';
+import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, waitForTransaction, withVectorIndex, catalogOf } from './helpers';
 
 const minutes = (from: Date, count: number) => new Date(from.getTime() + count * 60_000);
 
 describe('stale vector records', () => {
   it('are rewritten oldest first; one that keeps failing backs off, doubling, and the others go on', async () => {
     const app = await createApp('housekeeping', [{ name: 'brand', type: 'string', searchable: true }]);
+    const db = await catalogOf(app);
     const files = ['animals_birds_hen.png', 'food_fruit_kiwi.png', 'animals_birds_magpie.png'];
     expect((await insertAndWait(app, files.map((file) => ({ im_name: file, im_url: fixtureUrl(`/images/${file}`), brand: 'acme' })))).fail_count).toBe(0);
-    const ids = (await env.DB.prepare('SELECT id FROM images WHERE app_id = ? ORDER BY id').bind(app.app_id).all<{ id: number }>()).results.map(({ id }) => id);
+    const ids = (await db.prepare('SELECT id FROM images WHERE app_id = ? ORDER BY id').bind(app.app_id).all<{ id: number }>()).results.map(({ id }) => id);
     const [failing, second, third] = ids as [number, number, number];
     const now = new Date();
     // Records as updates given up after their merge leave them (no pending item), the failing one the oldest.
     const record = (attempt: string, imageId: number, recordedAt: Date) =>
-      env.DB.prepare('INSERT INTO stale_vector_metadata (attempt, trans_id, item_index, image_id, app_id, recorded_at) VALUES (?, -1, 0, ?, ?, ?)')
+      db.prepare('INSERT INTO stale_vector_metadata (attempt, trans_id, item_index, image_id, app_id, recorded_at) VALUES (?, -1, 0, ?, ?, ?)')
         .bind(attempt, imageId, app.app_id, formatTimestamp(recordedAt))
         .run();
     await record('failing', failing, minutes(now, -30));
@@ -38,7 +39,7 @@ describe('stale vector records', () => {
       },
     }));
     const left = async () =>
-      (await env.DB.prepare('SELECT attempt, failures, retry_at FROM stale_vector_metadata WHERE app_id = ? ORDER BY attempt').bind(app.app_id).all<{ attempt: string; failures: number; retry_at: string }>()).results;
+      (await db.prepare('SELECT attempt, failures, retry_at FROM stale_vector_metadata WHERE app_id = ? ORDER BY attempt').bind(app.app_id).all<{ attempt: string; failures: number; retry_at: string }>()).results;
 
     await sweepStalledInserts(failingIndex, now);
     // The oldest first; it failed and waits 10 minutes; the next was rewritten all the same.
@@ -66,12 +67,13 @@ describe('stale vector records', () => {
 describe('retired versions', () => {
   it('are deleted oldest first; one whose deletion keeps failing backs off, doubling, and the rest of its batch goes', async () => {
     const app = await createApp('retired');
+    const db = await catalogOf(app);
     const now = new Date();
     // Versions as a replace or remove leaves them, the failing one the oldest: its vectors cannot be deleted.
     const retire = async (imageId: number, retiredAt: Date) => {
       const blobKey = `${app.app_id}/retired-${imageId}`;
       await env.BLOBS.put(blobKey, new Uint8Array([1]));
-      await env.DB.prepare('INSERT INTO retired_versions (image_id, app_id, object_count, blob_key, retired_at) VALUES (?, ?, 0, ?, ?)')
+      await db.prepare('INSERT INTO retired_versions (image_id, app_id, object_count, blob_key, retired_at) VALUES (?, ?, 0, ?, ?)')
         .bind(imageId, app.app_id, blobKey, formatTimestamp(retiredAt))
         .run();
     };
@@ -91,7 +93,7 @@ describe('retired versions', () => {
     }));
     const left = async () =>
       (
-        await env.DB.prepare('SELECT image_id, failures, retry_at FROM retired_versions WHERE app_id = ? ORDER BY image_id')
+        await db.prepare('SELECT image_id, failures, retry_at FROM retired_versions WHERE app_id = ? ORDER BY image_id')
           .bind(app.app_id)
           .all<{ image_id: number; failures: number; retry_at: string }>()
       ).results;
@@ -125,6 +127,7 @@ describe('retired versions', () => {
 describe('finished insert transactions', () => {
   it('are kept INSERT_STATUS_RETENTION_HOURS (at least a day) after they finished, then deleted with their items', async () => {
     const app = await createApp('retention');
+    const db = await catalogOf(app);
     const inserted = await insert(app, [{ im_name: 'hen', im_url: fixtureUrl('/images/animals_birds_hen.png') }]);
     const { trans_id: finished } = await inserted.json<{ trans_id: number }>();
     expect((await waitForTransaction(app, finished)).success_count).toBe(1);
@@ -134,15 +137,15 @@ describe('finished insert transactions', () => {
     const recent = 9_000_001;
     const pending = 9_000_002;
     for (const [id, time, state] of [[recent, at(23), 'done'], [pending, at(30), 'pending']] as const) {
-      await env.DB.batch([
-        env.DB.prepare('INSERT INTO insert_transactions (id, app_id, total, start_time, update_time) VALUES (?, ?, 1, ?, ?)').bind(id, app.app_id, time, time),
-        env.DB.prepare("INSERT INTO insert_items (trans_id, item_index, im_name, im_url, state) VALUES (?, 0, 'x', 'http://x', ?)").bind(id, state),
+      await db.batch([
+        db.prepare('INSERT INTO insert_transactions (id, app_id, total, start_time, update_time) VALUES (?, ?, 1, ?, ?)').bind(id, app.app_id, time, time),
+        db.prepare("INSERT INTO insert_items (trans_id, item_index, im_name, im_url, state) VALUES (?, 0, 'x', 'http://x', ?)").bind(id, state),
       ]);
     }
-    await env.DB.prepare('UPDATE insert_transactions SET update_time = ? WHERE id = ?').bind(at(25), finished).run();
+    await db.prepare('UPDATE insert_transactions SET update_time = ? WHERE id = ?').bind(at(25), finished).run();
     const left = async () =>
-      (await env.DB.prepare('SELECT id FROM insert_transactions WHERE app_id = ? ORDER BY id').bind(app.app_id).all<{ id: number }>()).results.map(({ id }) => id);
-    const items = async (id: number) => (await env.DB.prepare('SELECT count(*) AS n FROM insert_items WHERE trans_id = ?').bind(id).first<{ n: number }>())!.n;
+      (await db.prepare('SELECT id FROM insert_transactions WHERE app_id = ? ORDER BY id').bind(app.app_id).all<{ id: number }>()).results.map(({ id }) => id);
+    const items = async (id: number) => (await db.prepare('SELECT count(*) AS n FROM insert_items WHERE trans_id = ?').bind(id).first<{ n: number }>())!.n;
 
     // Kept 48 hours when so set; a setting under a day counts as a day.
     await sweepStalledInserts({ ...env, INSERT_STATUS_RETENTION_HOURS: '48' }, now);
@@ -160,14 +163,15 @@ describe('finished insert transactions', () => {
 describe('staged uploads', () => {
   it('a staged file no item names is deleted once a day old; one an item names is kept', async () => {
     const app = await createApp('orphans');
+    const db = await catalogOf(app);
     const orphan = `${app.app_id}/staged/orphan-upload`;
     const named = `${app.app_id}/staged/named-upload`;
     await env.BLOBS.put(orphan, new Uint8Array([1, 2, 3]));
     await env.BLOBS.put(named, new Uint8Array([4, 5, 6]));
-    await env.DB.batch([
-      env.DB.prepare("INSERT INTO insert_transactions (id, app_id, total, start_time, update_time) VALUES (9000101, ?, 1, '', '')").bind(app.app_id),
+    await db.batch([
+      db.prepare("INSERT INTO insert_transactions (id, app_id, total, start_time, update_time) VALUES (9000101, ?, 1, '', '')").bind(app.app_id),
       // Pending, and being worked on as far as the sweeper can tell (it is not sent again).
-      env.DB.prepare("INSERT INTO insert_items (trans_id, item_index, im_name, im_url, staged_key, started_at) VALUES (9000101, 0, 'x', '', ?, ?)").bind(
+      db.prepare("INSERT INTO insert_items (trans_id, item_index, im_name, im_url, staged_key, started_at) VALUES (9000101, 0, 'x', '', ?, ?)").bind(
         named,
         formatTimestamp(minutes(new Date(), 26 * 60)),
       ),

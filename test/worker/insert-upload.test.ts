@@ -4,7 +4,7 @@ import type { Env } from '../../src/env';
 import { MAX_FILE_BYTES } from '../../src/http/params';
 import worker from '../../src/index';
 import { createTransaction } from '../../src/storage/transactions';
-import { basicAuth, call, createApp, fixtureUrl, imageBytes, runSweeper, uploadsearch, waitForTransaction, type Credentials } from './helpers';
+import { appOf, basicAuth, call, catalogOf, createApp, fixtureUrl, imageBytes, runSweeper, transactionDb, uploadsearch, waitForTransaction, type Credentials } from './helpers';
 
 /** Images sent to /insert as files (`image[i]`, docs/api.md, POST /insert): checked at once, staged, stored as downloaded ones. */
 
@@ -31,7 +31,7 @@ const stagedObjects = async (app: Credentials): Promise<string[]> =>
   (await env.BLOBS.list({ prefix: `${app.app_id}/staged/` })).objects.map((object) => object.key);
 
 const stagedKeys = async (transId: number): Promise<(string | null)[]> =>
-  (await env.DB.prepare('SELECT staged_key FROM insert_items WHERE trans_id = ? ORDER BY item_index').bind(transId).all<{ staged_key: string | null }>()).results.map(
+  (await (await transactionDb(transId)).prepare('SELECT staged_key FROM insert_items WHERE trans_id = ? ORDER BY item_index').bind(transId).all<{ staged_key: string | null }>()).results.map(
     (row) => row.staged_key,
   );
 
@@ -111,7 +111,7 @@ describe('POST /insert with a file', () => {
     const served = await call('/image?im_name=fruits', { headers: basicAuth(app) });
     expect(served.headers.get('content-type')).toBe('image/jpeg');
     expect(new Uint8Array(await served.arrayBuffer())).toEqual(new Uint8Array(await file.arrayBuffer()));
-    const row = await env.DB.prepare('SELECT blob_key FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, 'fruits').first<{ blob_key: string }>();
+    const row = await (await catalogOf(app)).prepare('SELECT blob_key FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, 'fruits').first<{ blob_key: string }>();
     expect(row?.blob_key).toMatch(new RegExp(`^${app.app_id}/images/fruits/`));
 
     expect(await stagedLeft(app)).toEqual([]);
@@ -180,14 +180,14 @@ describe('a staged file', () => {
     const key = `${app.app_id}/staged/${name}`;
     await env.BLOBS.put(key, await (await imageBytes(FRUITS)).arrayBuffer());
     // Recorded as /insert records it, minus the message, as if it had been lost.
-    const transId = await createTransaction(env.DB, app.app_id, [{ index: 0, imName: name, imUrl: null, stagedKey: key, metadata: {} }]);
+    const transId = await createTransaction(env, await appOf(app), [{ index: 0, imName: name, imUrl: null, stagedKey: key, metadata: {} }]);
     return { transId, key };
   }
 
   it('is deleted when its item is given up (a dead letter)', async () => {
     const app = await createApp('staged-dead-letter');
     const { transId } = await stagedItem(app, 'given-up');
-    const batch = createMessageBatch('image-insert-dlq', [{ id: 'a', timestamp: Date.now(), attempts: 5, body: { transId, index: 0 } }]);
+    const batch = createMessageBatch('image-insert-dlq', [{ id: 'a', timestamp: Date.now(), attempts: 5, body: { transId, index: 0, database: (await appOf(app)).database } }]);
     const ctx = createExecutionContext();
     await worker.queue(batch, env);
     expect((await getQueueResult(batch, ctx)).explicitAcks).toEqual(['a']);
@@ -200,7 +200,7 @@ describe('a staged file', () => {
   it('left by a settled item whose deletion failed is deleted by the sweeper', async () => {
     const app = await createApp('staged-sweeper');
     const { transId, key } = await stagedItem(app, 'left-over');
-    await env.DB.prepare("UPDATE insert_items SET state = 'done' WHERE trans_id = ?").bind(transId).run();
+    await (await catalogOf(app)).prepare("UPDATE insert_items SET state = 'done' WHERE trans_id = ?").bind(transId).run();
     expect(await stagedObjects(app)).toEqual([key]);
 
     await runSweeper();

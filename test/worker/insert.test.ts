@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import * as responses from '../../src/openapi/responses';
-import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, search, waitForTransaction } from './helpers';
+import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, search, waitForTransaction, catalogOf } from './helpers';
 
 type InsertBody = { status: string; method: string; trans_id?: number; total: number; error: Record<string, unknown>[] };
 
@@ -92,7 +92,7 @@ describe('POST /insert validation (spec 7.2)', () => {
       total: 0,
       result: [],
     });
-    const kept = await env.DB.prepare('SELECT count(*) AS n FROM insert_transactions WHERE app_id = ?').bind(app.app_id).first<{ n: number }>();
+    const kept = await (await catalogOf(app)).prepare('SELECT count(*) AS n FROM insert_transactions WHERE app_id = ?').bind(app.app_id).first<{ n: number }>();
     expect(kept?.n).toBe(1);
   });
 
@@ -106,7 +106,7 @@ describe('POST /insert validation (spec 7.2)', () => {
       expect(body.error).toHaveLength(images.length + 1);
       expect(body.error.at(-1)).toEqual({ error_code: 104, error_message: 'No image inserted.' });
     }
-    const kept = await env.DB.prepare('SELECT count(*) AS n FROM insert_transactions WHERE app_id = ?').bind(app.app_id).first<{ n: number }>();
+    const kept = await (await catalogOf(app)).prepare('SELECT count(*) AS n FROM insert_transactions WHERE app_id = ?').bind(app.app_id).first<{ n: number }>();
     expect(kept?.n).toBe(0);
   });
 });
@@ -130,7 +130,7 @@ describe('indexes of /insert and /remove: integers from 0 to 2^31 - 1, else a pa
         expect(body).toMatchObject({ status: 'fail', method: path.slice(1), total: 0, result: [] });
         expect(body.error).toEqual([expect.stringMatching(BAD_INDEX)]);
       }
-      const kept = await env.DB.prepare('SELECT count(*) AS n FROM insert_transactions WHERE app_id = ?').bind(app.app_id).first<{ n: number }>();
+      const kept = await (await catalogOf(app)).prepare('SELECT count(*) AS n FROM insert_transactions WHERE app_id = ?').bind(app.app_id).first<{ n: number }>();
       expect(kept?.n).toBe(0);
     },
   );
@@ -157,7 +157,7 @@ describe('indexes of /insert and /remove: integers from 0 to 2^31 - 1, else a pa
 describe('POST /insert: fields outside the schema are named in ignored_fields (docs/decisions.md)', () => {
   const schema = [{ name: 'brand', type: 'string' as const, searchable: true }];
   const storedMetadata = async (app: { app_id: string }, imName: string) =>
-    JSON.parse((await env.DB.prepare('SELECT metadata FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, imName).first<{ metadata: string }>())!.metadata);
+    JSON.parse((await (await catalogOf(app)).prepare('SELECT metadata FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, imName).first<{ metadata: string }>())!.metadata);
 
   it('names them per accepted image of a new insert, refused images keeping only their error', async () => {
     const app = await createApp('shop', schema);
@@ -240,7 +240,7 @@ describe('insert processing: per-image errors land in error_list (201, 202, 203)
   it('tells the format by the bytes, not the URL', async () => {
     const app = await createApp();
     await insertAndWait(app, [{ im_name: 'png-named-jpg', im_url: fixtureUrl('/images/animals_birds_hen.png/photo.jpg') }]);
-    const row = await env.DB.prepare('SELECT format FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, 'png-named-jpg').first();
+    const row = await (await catalogOf(app)).prepare('SELECT format FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, 'png-named-jpg').first();
     expect(row).toEqual({ format: 'png' });
   });
 });

@@ -4,7 +4,7 @@ import worker from '../../src/index';
 import { MAX_SWEEPS, STALL_MINUTES } from '../../src/ingest/sweeper';
 import { createTransaction } from '../../src/storage/transactions';
 import { formatTimestamp } from '../../src/time';
-import { basicAuth, call, createApp, fixtureUrl, runSweeper, waitForTransaction, type Credentials } from './helpers';
+import { allDatabases, appOf, basicAuth, call, catalogOf, createApp, fixtureUrl, runSweeper, transactionDb, waitForTransaction, type Credentials } from './helpers';
 
 /**
  * Accepted images whose queue messages are lost or poisoned still end: the dead-letter consumer fails them, and the
@@ -16,8 +16,8 @@ const GENERAL_SYSTEM_ERROR = 'A system error is reported and we are fixing it ri
 
 async function acceptedWithoutMessages(app: Credentials, names: string[]): Promise<number> {
   return createTransaction(
-    env.DB,
-    app.app_id,
+    env,
+    await appOf(app),
     names.map((name, index) => ({ index, imName: name, imUrl: fixtureUrl('/images/skimage_chelsea.jpg'), metadata: {} })),
   );
 }
@@ -26,23 +26,25 @@ const ago = (minutes: number): string => formatTimestamp(new Date(Date.now() - m
 
 /** Moves a transaction's acceptance back by `minutes`, and makes the queue look idle as long: nothing started since. */
 async function age(transId: number, minutes: number): Promise<void> {
-  await env.DB.batch([
-    env.DB.prepare('UPDATE insert_transactions SET start_time = ?, update_time = ? WHERE id = ?').bind(ago(minutes), ago(minutes), transId),
-    env.DB.prepare('UPDATE insert_items SET started_at = ? WHERE started_at > ?').bind(ago(minutes), ago(minutes)),
-  ]);
+  for (const db of allDatabases()) {
+    await db.batch([
+      db.prepare('UPDATE insert_transactions SET start_time = ?, update_time = ? WHERE id = ?').bind(ago(minutes), ago(minutes), transId),
+      db.prepare('UPDATE insert_items SET started_at = ? WHERE started_at > ?').bind(ago(minutes), ago(minutes)),
+    ]);
+  }
 }
 
 const sweepsOf = async (transId: number): Promise<number[]> =>
-  (await env.DB.prepare('SELECT sweeps FROM insert_items WHERE trans_id = ? ORDER BY item_index').bind(transId).all<{ sweeps: number }>()).results.map((row) => row.sweeps);
+  (await (await transactionDb(transId)).prepare('SELECT sweeps FROM insert_items WHERE trans_id = ? ORDER BY item_index').bind(transId).all<{ sweeps: number }>()).results.map((row) => row.sweeps);
 
 const pendingCount = async (transId: number): Promise<number> =>
-  (await env.DB.prepare("SELECT count(*) AS n FROM insert_items WHERE trans_id = ? AND state = 'pending'").bind(transId).first<{ n: number }>())!.n;
+  (await (await transactionDb(transId)).prepare("SELECT count(*) AS n FROM insert_items WHERE trans_id = ? AND state = 'pending'").bind(transId).first<{ n: number }>())!.n;
 
 describe('a message delivered more than once', () => {
   it('is processed once: the image stored once and counted once', async () => {
     const app = await createApp('redelivered');
     const transId = await acceptedWithoutMessages(app, ['twice']);
-    const message = { body: { transId, index: 0 } };
+    const message = { body: { transId, index: 0, database: (await appOf(app)).database } };
     // In one batch (processed side by side) and again later (after the item is settled).
     await env.INSERT_QUEUE.sendBatch([message, message]);
     const status = await waitForTransaction(app, transId);
@@ -51,7 +53,7 @@ describe('a message delivered more than once', () => {
 
     expect(status).toMatchObject({ processed_percent: 100, success_count: 1, fail_count: 0, total: 1 });
     expect(await waitForTransaction(app, transId)).toMatchObject({ success_count: 1, fail_count: 0 });
-    const rows = await env.DB.prepare('SELECT count(*) AS n FROM images WHERE app_id = ?').bind(app.app_id).first<{ n: number }>();
+    const rows = await (await catalogOf(app)).prepare('SELECT count(*) AS n FROM images WHERE app_id = ?').bind(app.app_id).first<{ n: number }>();
     expect(rows?.n).toBe(1);
   });
 });
@@ -60,11 +62,12 @@ describe('dead letters', () => {
   it('fail their item with the system error, and leave an item already settled as it is', async () => {
     const app = await createApp('dead-letters');
     const transId = await acceptedWithoutMessages(app, ['poisoned', 'settled']);
-    await env.DB.prepare("UPDATE insert_items SET state = 'done' WHERE trans_id = ? AND item_index = 1").bind(transId).run();
+    await (await catalogOf(app)).prepare("UPDATE insert_items SET state = 'done' WHERE trans_id = ? AND item_index = 1").bind(transId).run();
 
+    const { database } = await appOf(app);
     const batch = createMessageBatch('image-insert-dlq', [
-      { id: 'a', timestamp: Date.now(), attempts: 1, body: { transId, index: 0 } },
-      { id: 'b', timestamp: Date.now(), attempts: 1, body: { transId, index: 1 } },
+      { id: 'a', timestamp: Date.now(), attempts: 1, body: { transId, index: 0, database } },
+      { id: 'b', timestamp: Date.now(), attempts: 1, body: { transId, index: 1, database } },
     ]);
     const ctx = createExecutionContext();
     await worker.queue(batch, env);
@@ -97,12 +100,12 @@ describe('the sweeper', () => {
   it('recovers a lost image item that a metadata update of its name waits for: the waiting update is no work under way', async () => {
     const app = await createApp('sweeper-update-waits');
     const image = await acceptedWithoutMessages(app, ['waited-for']);
-    const update = await createTransaction(env.DB, app.app_id, [{ index: 0, imName: 'waited-for', imUrl: null, metadata: { brand: 'acme' } }]);
+    const update = await createTransaction(env, await appOf(app), [{ index: 0, imName: 'waited-for', imUrl: null, metadata: { brand: 'acme' } }]);
     await age(image, STALL_MINUTES + 1);
     // The update is delivered, finds the earlier image item pending and waits as a new message.
-    const batch = createMessageBatch('image-insert', [{ id: 'u', timestamp: Date.now(), attempts: 1, body: { transId: update, index: 0 } }]);
+    const batch = createMessageBatch('image-insert', [{ id: 'u', timestamp: Date.now(), attempts: 1, body: { transId: update, index: 0, database: (await appOf(app)).database } }]);
     await worker.queue(batch, env);
-    const started = await env.DB.prepare('SELECT started_at FROM insert_items WHERE trans_id = ?').bind(update).first<{ started_at: string | null }>();
+    const started = await (await catalogOf(app)).prepare('SELECT started_at FROM insert_items WHERE trans_id = ?').bind(update).first<{ started_at: string | null }>();
     expect(started?.started_at).toBeNull();
 
     await runSweeper();
@@ -125,7 +128,7 @@ describe('the sweeper', () => {
     await age(queued, 3 * STALL_MINUTES);
     // Another import's item was started a minute ago: the consumer is working through the queue.
     const working = await acceptedWithoutMessages(app, ['in-work']);
-    await env.DB.prepare('UPDATE insert_items SET started_at = ? WHERE trans_id = ?').bind(ago(1), working).run();
+    await (await catalogOf(app)).prepare('UPDATE insert_items SET started_at = ? WHERE trans_id = ?').bind(ago(1), working).run();
     await runSweeper();
     expect(await sweepsOf(queued)).toEqual([0, 0]);
     expect(await pendingCount(queued)).toBe(2);
@@ -134,9 +137,9 @@ describe('the sweeper', () => {
   it('sends again an item a consumer started and never settled, even while others progress', async () => {
     const app = await createApp('sweeper-died');
     const transId = await acceptedWithoutMessages(app, ['died-0']);
-    await env.DB.prepare('UPDATE insert_items SET started_at = ? WHERE trans_id = ?').bind(ago(STALL_MINUTES + 1), transId).run();
+    await (await catalogOf(app)).prepare('UPDATE insert_items SET started_at = ? WHERE trans_id = ?').bind(ago(STALL_MINUTES + 1), transId).run();
     const working = await acceptedWithoutMessages(app, ['in-work']);
-    await env.DB.prepare('UPDATE insert_items SET started_at = ? WHERE trans_id = ?').bind(ago(1), working).run();
+    await (await catalogOf(app)).prepare('UPDATE insert_items SET started_at = ? WHERE trans_id = ?').bind(ago(1), working).run();
     await runSweeper();
     expect(await sweepsOf(transId)).toEqual([1]);
     const status = await waitForTransaction(app, transId);
@@ -146,7 +149,7 @@ describe('the sweeper', () => {
   it(`fails an item sent again ${MAX_SWEEPS} times in vain, so the transaction reaches 100`, async () => {
     const app = await createApp('sweeper-exhausted');
     const transId = await acceptedWithoutMessages(app, ['hopeless']);
-    await env.DB.prepare('UPDATE insert_items SET sweeps = ? WHERE trans_id = ?').bind(MAX_SWEEPS, transId).run();
+    await (await catalogOf(app)).prepare('UPDATE insert_items SET sweeps = ? WHERE trans_id = ?').bind(MAX_SWEEPS, transId).run();
     await age(transId, STALL_MINUTES + 1);
 
     await runSweeper();

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { objectVectors } from '../../src/storage/vectors';
-import { basicAuth, call, createApp, discoversearch, fixtureUrl, imageBytes, insertAndWait, retiredLeft, uploadsearch, type Credentials } from './helpers';
+import { basicAuth, call, createApp, discoversearch, fixtureUrl, imageBytes, insertAndWait, retiredLeft, uploadsearch, type Credentials, catalogOf } from './helpers';
 import { imageNameOf } from '@edge-image-search/devtools/image-names';
 
 /**
@@ -34,7 +34,7 @@ describe('object detection and the object-level index', () => {
   beforeAll(async () => {
     app = await createApp('rooms');
     await insertAndWait(app, CATALOG.map((file) => ({ im_name: imageNameOf(file), im_url: fixtureUrl(`/images/${file}`) })));
-    const { results } = await env.DB.prepare('SELECT id, im_name, object_count FROM images WHERE app_id = ?')
+    const { results } = await (await catalogOf(app)).prepare('SELECT id, im_name, object_count FROM images WHERE app_id = ?')
       .bind(app.app_id)
       .all<{ id: number; im_name: string; object_count: number }>();
     for (const image of results) {
@@ -127,7 +127,7 @@ describe('object detection and the object-level index', () => {
 
   it('re-insert and remove leave no stale object vector', async () => {
     const version = async () =>
-      (await env.DB.prepare('SELECT id, object_count FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, 'opencv-doc_board').first<{ id: number; object_count: number }>())!;
+      (await (await catalogOf(app)).prepare('SELECT id, object_count FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, 'opencv-doc_board').first<{ id: number; object_count: number }>())!;
     const objectIds = (row: { id: number; object_count: number }) => Array.from({ length: row.object_count }, (_, k) => `${row.id}.${k}`);
     const first = await version();
     expect(first.object_count).toBeGreaterThan(2);

@@ -4,7 +4,7 @@ import { shapeCatalog } from '@edge-image-search/devtools/shape-catalog';
 import worker from '../../src/index';
 import { physicalIndex } from '../../src/ports/vector-index';
 import { shardOf } from '../../src/ports/vector-index/sharded';
-import { adminHeaders, call, createApp, fixtureUrl, insertAndWait, search, uploadsearch, type Credentials, type SearchBody } from './helpers';
+import { adminHeaders, call, createApp, fixtureUrl, insertAndWait, search, uploadsearch, type Credentials, type SearchBody, catalogOf } from './helpers';
 
 /**
  * Placement (issue 45): an application's 16 shards spread over the indexes of each group (the local stack lists two
@@ -29,6 +29,9 @@ type Placement = { database: string; indexes: Record<string, string[]> };
 type AppAnswer = { placement: Placement };
 type PlacementAnswer = { databases: { name: string; applications: number; images: number; bytes: number }[]; indexes: { name: string; model: string | null; vectors: number; namespaces: number }[] };
 
+const DATABASES = env.D1_DATABASES.split(',').map((name) => name.trim());
+const sum = (values: number[]): number => values.reduce((total, value) => total + value, 0);
+
 const placementOf = async (app: Credentials): Promise<Placement> => (await (await call(`/admin/apps/${app.app_id}`, { headers: adminHeaders })).json<AppAnswer>()).placement;
 const capacityView = async (): Promise<PlacementAnswer> => (await call('/admin/placement', { headers: adminHeaders })).json<PlacementAnswer>();
 
@@ -52,7 +55,7 @@ describe('placement over two indexes a group', () => {
 
   it("places a new application's shards over both indexes of each of its groups, and counts them", async () => {
     const { database, indexes } = await placementOf(spread);
-    expect(database).toBe('DB');
+    expect(DATABASES).toContain(database);
     const models = JSON.parse(env.EMBED_MODELS) as Record<string, { images: string[]; objects: string[]; tuned: { images: string[]; objects: string[] } }>;
     const own = models[env.EMBED_MODEL]!;
     const groups = [own.images, own.objects, own.tuned.images, own.tuned.objects, env.COLOR_INDEXES.split(',').map((name) => name.trim())];
@@ -64,7 +67,7 @@ describe('placement over two indexes a group', () => {
     }
     // Each vector is in the index its shard is placed on, and only there.
     const [imagesGroup] = [own.images];
-    const { results } = await env.DB.prepare('SELECT id FROM images WHERE app_id = ?').bind(spread.app_id).all<{ id: number }>();
+    const { results } = await (await catalogOf(spread)).prepare('SELECT id FROM images WHERE app_id = ?').bind(spread.app_id).all<{ id: number }>();
     for (const { id } of results) {
       const placed = indexes[imagesGroup[0]!]![shardOf(String(id), SHARDS)]!;
       for (const name of imagesGroup) expect(await physicalIndex(env, name).getByIds([String(id)]), `${id} in ${name}`).toHaveLength(name === placed ? 1 : 0);
@@ -77,8 +80,8 @@ describe('placement over two indexes a group', () => {
         expect(index.vectors).toBe(await physicalIndex(env, name).countVectors());
       }
     }
-    expect(view.databases).toEqual([expect.objectContaining({ name: 'DB', applications: expect.any(Number), images: expect.any(Number), bytes: expect.any(Number) })]);
-    expect(view.databases[0]!.images).toBeGreaterThanOrEqual(2 * CATALOG.length);
+    expect(view.databases).toEqual(DATABASES.map((name) => expect.objectContaining({ name, applications: expect.any(Number), images: expect.any(Number), bytes: expect.any(Number) })));
+    expect(sum(view.databases.map((entry) => entry.images))).toBeGreaterThanOrEqual(2 * CATALOG.length);
   });
 
   it('answers /search, /uploadsearch and /colorsearch exactly as the same catalog on one index, with fq, facets and depth 1000', async () => {
@@ -115,16 +118,65 @@ describe('placement over two indexes a group', () => {
       const answer = await response.json<{ message?: string; error?: string[] }>();
       return { status: response.status, message: JSON.stringify(answer) };
     };
-    const before = (await capacityView()).databases[0]!.applications;
+    const applications = async () => sum((await capacityView()).databases.map((entry) => entry.applications));
+    const before = await applications();
     const refused = await admin('/admin/apps', { name: 'no-room' });
     expect(refused.status).toBe(507);
     expect(refused.message).toMatch(/is full: add an index to EMBED_MODELS \(the model /);
-    expect((await capacityView()).databases[0]!.applications).toBe(before);
+    expect(await applications()).toBe(before);
 
     const models = Object.keys(JSON.parse(env.EMBED_MODELS) as object);
     const other = models.find((model) => model !== env.EMBED_MODEL)!;
     const reindex = await admin(`/admin/apps/${spread.app_id}/reindex`, { embed_model: other });
     expect(reindex.status).toBe(507);
     expect(reindex.message).toContain('is full');
+  });
+});
+
+describe('placement over two databases', () => {
+  it("creates applications on both databases by free bytes, each one's catalog rows only in its own, and counts them", async () => {
+    expect(DATABASES).toEqual(['DB', 'DB_2']);
+    // Each new application goes to the database with the most free bytes: once the first one's holds more (a megabyte
+    // more, written here), the next goes to the other.
+    const databaseOf = (name: string) => (env as unknown as Record<string, D1Database>)[name]!;
+    const made: { app: Credentials; database: string }[] = [];
+    for (let k = 0; k < 2; k++) {
+      const app = await createApp(`databases-${k}`, SCHEMA);
+      expect((await insertAndWait(app, CATALOG.slice(0, 6))).fail_count).toBe(0);
+      const { database } = await placementOf(app);
+      made.push({ app, database });
+      const others = await Promise.all(DATABASES.filter((name) => name !== database).map(async (name) => (await databaseOf(name).prepare('SELECT 1').run()).meta.size_after));
+      const own = (await databaseOf(database).prepare('SELECT 1').run()).meta.size_after;
+      const filler = Math.max(0, ...others) - own + 1_000_000;
+      await databaseOf(database).prepare("INSERT INTO sweep_cursors (name, value) VALUES ('test-filler', hex(zeroblob(?))) ON CONFLICT (name) DO UPDATE SET value = value || excluded.value").bind(filler / 2).run();
+    }
+    expect(new Set(made.map((entry) => entry.database))).toEqual(new Set(DATABASES));
+
+    const tables = ['images', 'insert_transactions', 'retired_versions'];
+    for (const { app, database } of made) {
+      for (const name of DATABASES) {
+        const db = (env as unknown as Record<string, D1Database>)[name]!;
+        const counts = await Promise.all(tables.map(async (table) => (await db.prepare(`SELECT count(*) AS n FROM ${table} WHERE app_id = ?`).bind(app.app_id).first<number>('n'))!));
+        if (name === database) expect(counts[0], `${app.app_id} in ${name}`).toBe(6);
+        else expect(counts, `${app.app_id} in ${name}`).toEqual([0, 0, 0]);
+      }
+      // Searches and the transaction's status read its own database.
+      const { body } = await search(app, `im_name=${CATALOG[0]!.im_name}&limit=10`);
+      expect(body.status, JSON.stringify(body)).toBe('OK');
+    }
+
+    // Vector ids (image ids) are unique across the databases.
+    const ids = await Promise.all(DATABASES.map(async (name) => (await (env as unknown as Record<string, D1Database>)[name]!.prepare('SELECT id FROM images').all<{ id: number }>()).results.map(({ id }) => id)));
+    expect(new Set(ids.flat()).size).toBe(ids.flat().length);
+
+    const view = await capacityView();
+    for (const name of DATABASES) {
+      const db = (env as unknown as Record<string, D1Database>)[name]!;
+      const entry = view.databases.find((listed) => listed.name === name)!;
+      expect(entry.applications).toBe((await env.DB.prepare('SELECT count(*) AS n FROM apps WHERE database = ?').bind(name).first<number>('n'))!);
+      expect(entry.images).toBe((await db.prepare('SELECT count(*) AS n FROM images').first<number>('n'))!);
+      expect(entry.bytes).toBeGreaterThan(0);
+      expect(entry.applications).toBeGreaterThan(0);
+    }
   });
 });

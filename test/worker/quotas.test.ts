@@ -2,7 +2,7 @@ import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { QUERY_IMAGE_TTL_HOURS } from '../../src/storage/query-images';
 import { formatTimestamp } from '../../src/time';
-import { call, createApp, discoversearch, fixtureUrl, hits, imageBytes, insertAndWait, runSweeper, searchForm, setLimits, uploadsearch, type Credentials } from './helpers';
+import { call, createApp, discoversearch, fixtureUrl, hits, imageBytes, insertAndWait, runSweeper, searchForm, setLimits, uploadsearch, type Credentials, catalogOf } from './helpers';
 
 /**
  * What bounds one caller: the operator's per-minute limits on an application's searches and uploaded bytes, and the
@@ -113,16 +113,16 @@ describe('query images', () => {
     await insertAndWait(app, [{ im_name: 'hen', im_url: fixtureUrl('/images/animals_birds_hen.png') }]);
     const { body } = await uploadsearch(app, { im_url: fixtureUrl('/images/animals_birds_hen.png') });
     expect(body.status).toBe('OK');
-    const row = await env.DB.prepare('SELECT blob_key FROM query_images WHERE id = ?').bind(body.im_id).first<{ blob_key: string }>();
+    const row = await (await catalogOf(app)).prepare('SELECT blob_key FROM query_images WHERE id = ?').bind(body.im_id).first<{ blob_key: string }>();
     expect(await env.BLOBS.head(row!.blob_key)).not.toBeNull();
     expect((await uploadsearch(app, { im_id: body.im_id })).body.status).toBe('OK');
 
     const expired = formatTimestamp(new Date(Date.now() - (QUERY_IMAGE_TTL_HOURS * 60 + 1) * 60_000));
-    await env.DB.prepare('UPDATE query_images SET created_at = ? WHERE id = ?').bind(expired, body.im_id).run();
+    await (await catalogOf(app)).prepare('UPDATE query_images SET created_at = ? WHERE id = ?').bind(expired, body.im_id).run();
     expect((await uploadsearch(app, { im_id: body.im_id })).body).toMatchObject({ status: 'fail', error: ['Image not found with im_id.'] });
 
     await runSweeper();
-    expect(await env.DB.prepare('SELECT id FROM query_images WHERE id = ?').bind(body.im_id).first()).toBeNull();
+    expect(await (await catalogOf(app)).prepare('SELECT id FROM query_images WHERE id = ?').bind(body.im_id).first()).toBeNull();
     expect(await env.BLOBS.head(row!.blob_key)).toBeNull();
   });
 });

@@ -10,22 +10,7 @@ import { createTransaction } from '../../src/storage/transactions';
 import { vectorMetadataKey } from '../../src/storage/vector-metadata';
 import { imageVectors, objectVectors, writeEmbedding } from '../../src/storage/vectors';
 import { formatTimestamp } from '../../src/time';
-import {
-  adminHeaders,
-  basicAuth,
-  call,
-  createApp,
-  fixtureUrl,
-  imageBytes,
-  insert,
-  insertAndWait,
-  runSweeper,
-  search,
-  uploadsearch,
-  waitForTransaction,
-  withVectorIndex,
-  type Credentials,
-} from './helpers';
+import { adminHeaders, basicAuth, call, createApp, fixtureUrl, imageBytes, insert, insertAndWait, runSweeper, search, uploadsearch, waitForTransaction, withVectorIndex, type Credentials, catalogOf, appRecord, appOf } from './helpers';
 
 /**
  * Model upgrades without re-inserting (issue 21): an application is re-embedded into another model of EMBED_MODELS
@@ -83,7 +68,7 @@ async function waitForReindex(app: Credentials, state: 'done' | 'failed', timeou
 const liveImages = async (app: Credentials) =>
   (
     // The model's id, from its number in the row (migrations/0023).
-    await env.DB.prepare('SELECT i.id, i.im_name, m.name AS embed_model, i.object_count FROM images i JOIN embed_models m ON m.id = i.model WHERE i.app_id = ? ORDER BY i.id')
+    await (await catalogOf(app)).prepare('SELECT i.id, i.im_name, m.name AS embed_model, i.object_count FROM images i JOIN embed_models m ON m.id = i.model WHERE i.app_id = ? ORDER BY i.id')
       .bind(app.app_id)
       .all<{ id: number; im_name: string; embed_model: string; object_count: number }>()
   ).results;
@@ -101,13 +86,13 @@ const appModel = async (app: Credentials): Promise<string> => {
 async function reindexAround(app: Credentials, first: number, held: { release: () => void; delivered: Promise<unknown> }): Promise<void> {
   let step: JobStep = { next: 'now', step: first };
   for (let waits = 0; step.next !== 'ended' && waits < 2; ) {
-    step = await continueReindex(env, app.app_id, step.step);
+    step = await continueReindex(env, await appRecord(app), step.step);
     if (step.next === 'wait' && (await appModel(app)) === NEW_MODEL) waits++;
   }
   expect(await appModel(app)).toBe(NEW_MODEL);
   held.release();
   await held.delivered;
-  while (step.next !== 'ended') step = await continueReindex(env, app.app_id, step.step);
+  while (step.next !== 'ended') step = await continueReindex(env, await appRecord(app), step.step);
 }
 
 async function newCatalog(name: string, files = IMAGES): Promise<Credentials> {
@@ -201,7 +186,7 @@ describe('reindex', () => {
     }
     const kept = await uploadsearch(app, { im_id: before.body.im_id!, score: 'true' });
     expect(kept.body.result[0]).toMatchObject({ im_name: 'food_fruit_kiwi.png' });
-    const analysis = await env.DB.prepare('SELECT analysis FROM query_images WHERE id = ?').bind(before.body.im_id).first<{ analysis: string }>();
+    const analysis = await (await catalogOf(app)).prepare('SELECT analysis FROM query_images WHERE id = ?').bind(before.body.im_id).first<{ analysis: string }>();
     expect(JSON.parse(analysis!.analysis).embedModel).toBe(NEW_MODEL);
   });
 
@@ -220,8 +205,8 @@ describe('reindex', () => {
   it('resumes an interrupted reindex from its progress', async () => {
     const app = await newCatalog('reindex-resume');
     // Begun with its message lost after one step: the step's images are in the new model, the rest are not.
-    const started = await startReindex(env.DB, app.app_id, NEW_MODEL);
-    expect(await continueReindex(env, app.app_id, started!.step)).toEqual({ next: 'now', step: started!.step + 1 });
+    const started = await startReindex(await catalogOf(app), await appRecord(app), NEW_MODEL);
+    expect(await continueReindex(env, await appRecord(app), started!.step)).toEqual({ next: 'now', step: started!.step + 1 });
     const halfway = await progress(app);
     expect(halfway.body.reindex).toMatchObject({ state: 'embedding', images_total: IMAGES.length });
     expect(halfway.body.reindex.images_done).toBeGreaterThan(0);
@@ -234,7 +219,7 @@ describe('reindex', () => {
     expect((await progress(app)).body.reindex.images_done).toBe(halfway.body.reindex.images_done);
 
     const ago = formatTimestamp(new Date(Date.now() - (STALL_MINUTES + 1) * 60_000));
-    await env.DB.prepare('UPDATE reindexes SET updated_at = ? WHERE app_id = ?').bind(ago, app.app_id).run();
+    await (await catalogOf(app)).prepare('UPDATE reindexes SET updated_at = ? WHERE app_id = ?').bind(ago, app.app_id).run();
     await runSweeper();
     const finished = await waitForReindex(app, 'done');
     expect(finished.embed_model).toBe(NEW_MODEL);
@@ -259,8 +244,8 @@ describe('reindex', () => {
     expect(await imageVectors(withThird, stray).getByIds([String(image!.id)])).toHaveLength(1);
     expect(await objectVectors(withThird, stray).getByIds([`${image!.id}.0`])).toHaveLength(1);
 
-    const started = await startReindex(env.DB, app.app_id, NEW_MODEL);
-    for (let step: JobStep = { next: 'now', step: started!.step }; step.next !== 'ended'; ) step = await continueReindex(withThird, app.app_id, step.step);
+    const started = await startReindex(await catalogOf(app), await appRecord(app), NEW_MODEL);
+    for (let step: JobStep = { next: 'now', step: started!.step }; step.next !== 'ended'; ) step = await continueReindex(withThird, await appRecord(app), step.step);
     expect(await appModel(app)).toBe(NEW_MODEL);
     expect(await imageVectors(withThird, stray).getByIds([String(image!.id)])).toEqual([]);
     expect(await objectVectors(withThird, stray).getByIds([`${image!.id}.0`])).toEqual([]);
@@ -271,7 +256,7 @@ describe('reindex', () => {
   it('fails, and leaves the application on its model, when an original is missing', async () => {
     const app = await newCatalog('reindex-missing', IMAGES.slice(0, 3));
     const [victim] = await liveImages(app);
-    const { blob_key } = (await env.DB.prepare('SELECT blob_key FROM images WHERE id = ?').bind(victim!.id).first<{ blob_key: string }>())!;
+    const { blob_key } = (await (await catalogOf(app)).prepare('SELECT blob_key FROM images WHERE id = ?').bind(victim!.id).first<{ blob_key: string }>())!;
     await env.BLOBS.delete(blob_key);
     expect((await reindex(app, NEW_MODEL)).status).toBe(202);
     const failed = await waitForReindex(app, 'failed');
@@ -298,20 +283,20 @@ describe('reindex', () => {
     expect((await reindex(app, 'nope')).status).toBe(400);
     expect((await reindex(app, NEW_MODEL)).status).toBe(400);
     // Under way (its chain of messages not begun): into the same model it goes on, into another it is refused.
-    const started = await startReindex(env.DB, app.app_id, OLD_MODEL);
+    const started = await startReindex(await catalogOf(app), await appRecord(app), OLD_MODEL);
     expect(started).toMatchObject({ state: 'embedding', toModel: OLD_MODEL });
     expect((await reindex(app, NEW_MODEL)).status).toBe(409);
     expect((await reindex(app, OLD_MODEL)).body.reindex).toMatchObject({ state: 'embedding', to_model: OLD_MODEL });
     // The chain begun by asking again supersedes the one never sent: a step carrying the old number does nothing.
-    expect(await continueReindex(env, app.app_id, started!.step)).toEqual({ next: 'ended' });
+    expect(await continueReindex(env, await appRecord(app), started!.step)).toEqual({ next: 'ended' });
     expect((await waitForReindex(app, 'done')).embed_model).toBe(OLD_MODEL);
   });
 
   it('an insert embedded by both models that applies after the switch leaves nothing in the old model', async () => {
     const app = await newCatalog('reindex-late-insert', IMAGES.slice(0, 2));
-    const started = await startReindex(env.DB, app.app_id, NEW_MODEL);
+    const started = await startReindex(await catalogOf(app), await appRecord(app), NEW_MODEL);
     // Accepted while the reindex embeds: written in both models, and held before it applies until the application moved.
-    const transId = await createTransaction(env.DB, app.app_id, [
+    const transId = await createTransaction(env, await appOf(app), [
       { index: 0, imName: 'late', imUrl: fixtureUrl(`/images/${LATE_IMAGES[0]}`), metadata: { brand: 'acme' } },
     ]);
     let storing!: () => void;
@@ -328,7 +313,7 @@ describe('reindex', () => {
         };
       },
     });
-    const batch = createMessageBatch('image-insert', [{ id: 'late', timestamp: Date.now(), attempts: 1, body: { transId, index: 0 } }]);
+    const batch = createMessageBatch('image-insert', [{ id: 'late', timestamp: Date.now(), attempts: 1, body: { transId, index: 0, database: (await appOf(app)).database } }]);
     const delivered = worker.queue(batch, { ...env, BLOBS: held });
     await stored;
 
@@ -345,8 +330,8 @@ describe('reindex', () => {
 
   it('a metadata update that read the old model before the switch holds the retire pass back, and leaves nothing there', async () => {
     const app = await newCatalog('reindex-late-update', IMAGES.slice(0, 2));
-    const started = await startReindex(env.DB, app.app_id, NEW_MODEL);
-    const transId = await createTransaction(env.DB, app.app_id, [{ index: 0, imName: IMAGES[0]!, imUrl: null, metadata: { brand: 'updated' } }]);
+    const started = await startReindex(await catalogOf(app), await appRecord(app), NEW_MODEL);
+    const transId = await createTransaction(env, await appOf(app), [{ index: 0, imName: IMAGES[0]!, imUrl: null, metadata: { brand: 'updated' } }]);
     // The update merges and reads the vectors of both models while the reindex embeds, then waits to write them back.
     let reading!: () => void;
     let release!: () => void;
@@ -360,7 +345,7 @@ describe('reindex', () => {
         return records;
       },
     }));
-    const batch = createMessageBatch('image-insert', [{ id: 'update', timestamp: Date.now(), attempts: 1, body: { transId, index: 0 } }]);
+    const batch = createMessageBatch('image-insert', [{ id: 'update', timestamp: Date.now(), attempts: 1, body: { transId, index: 0, database: (await appOf(app)).database } }]);
     const delivered = worker.queue(batch, held);
     await read;
 

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { imageVectors } from '../../src/storage/vectors';
-import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, search, waitForTransaction, type Credentials } from './helpers';
+import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, search, waitForTransaction, type Credentials, catalogOf } from './helpers';
 
 const remove = async (app: Credentials, names: string[]) => {
   const form = new URLSearchParams();
@@ -20,7 +20,7 @@ describe('POST /remove', () => {
   beforeAll(async () => {
     app = await createApp();
     await insertAndWait(app, FILES.map((file, i) => ({ im_name: `img${i}`, im_url: fixtureUrl(`/images/${file}`) })));
-    const { results } = await env.DB.prepare('SELECT id, im_name, blob_key FROM images WHERE app_id = ?')
+    const { results } = await (await catalogOf(app)).prepare('SELECT id, im_name, blob_key FROM images WHERE app_id = ?')
       .bind(app.app_id)
       .all<{ id: number; im_name: string; blob_key: string }>();
     ids = new Map(results.map((row) => [row.im_name, String(row.id)]));
@@ -60,7 +60,7 @@ describe('POST /remove', () => {
     }
     if (overtookAll) expect(status).toMatchObject({ success_count: 0, fail_count: 20 });
     expect((await search(other, 'im_name=waiting0')).body.error).toEqual(['Image not found with im_name.']);
-    const stored = await env.DB.prepare('SELECT count(*) AS n FROM images WHERE app_id = ?').bind(other.app_id).first<{ n: number }>();
+    const stored = await (await catalogOf(other)).prepare('SELECT count(*) AS n FROM images WHERE app_id = ?').bind(other.app_id).first<{ n: number }>();
     expect(stored!.n).toBe(0);
   });
 

@@ -1,7 +1,7 @@
 import { createExecutionContext, env, waitOnExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import worker from '../../src/index';
-import { basicAuth, createApp, fixtureUrl, insertAndWait, type Credentials, type SearchBody } from './helpers';
+import { basicAuth, createApp, fixtureUrl, insertAndWait, type Credentials, type SearchBody, appOf, catalogOf } from './helpers';
 
 /**
  * What a search reads from D1 is bounded by the page it answers and the fields its parameters need, not by the
@@ -61,9 +61,10 @@ function countingDb(db: D1Database): CountingDb {
 
 /** A search through the Worker with the counting D1: its answer, and the bytes D1 returned for it. */
 async function measuredSearch(app: Credentials, query: string): Promise<{ body: SearchBody; bytes: number }> {
-  const counting = countingDb(env.DB);
+  const { database } = await appOf(app);
+  const counting = countingDb(await catalogOf(app));
   const ctx = createExecutionContext();
-  const response = await worker.fetch(new Request(`https://search.test/search?${query}`, { headers: basicAuth(app) }), { ...env, DB: counting.db }, ctx);
+  const response = await worker.fetch(new Request(`https://search.test/search?${query}`, { headers: basicAuth(app) }), { ...env, [database]: counting.db }, ctx);
   await waitOnExecutionContext(ctx);
   const body = await response.json<SearchBody>();
   expect(body.status, JSON.stringify(body)).toBe('OK');

@@ -4,21 +4,7 @@ import worker from '../../src/index';
 import { digestsEqual } from '../../src/auth/keys';
 import type { InsertMessage } from '../../src/ingest/message';
 import { createTransaction } from '../../src/storage/transactions';
-import {
-  adminHeaders,
-  basicAuth,
-  call,
-  createApp,
-  discoversearch,
-  fixtureUrl,
-  imageBytes,
-  insert,
-  search,
-  uploadsearch,
-  waitForTransaction,
-  type Credentials,
-  type SearchBody,
-} from './helpers';
+import { adminHeaders, basicAuth, call, createApp, discoversearch, fixtureUrl, imageBytes, insert, search, uploadsearch, waitForTransaction, type Credentials, type SearchBody, catalogOf, appOf } from './helpers';
 
 /**
  * Two applications, A and B, each with an image named `shared` (different pictures) and one of its own. Every image
@@ -49,13 +35,13 @@ async function remove(names: string[], auth: { headers?: Record<string, string>;
   return { status: response.status, body: await response.json<RemoveBody>() };
 }
 
-const rowOf = (owner: Owner, imName: string) =>
-  env.DB.prepare('SELECT im_url, metadata, blob_key FROM images WHERE app_id = ? AND im_name = ?')
+const rowOf = async (owner: Owner, imName: string) =>
+  (await catalogOf(apps[owner])).prepare('SELECT im_url, metadata, blob_key FROM images WHERE app_id = ? AND im_name = ?')
     .bind(apps[owner].app_id, imName)
     .first<{ im_url: string; metadata: string; blob_key: string }>();
 
 async function imageCount(owner: Owner): Promise<number> {
-  const count = env.DB.prepare('SELECT count(*) AS n FROM images WHERE app_id = ?').bind(apps[owner].app_id);
+  const count = (await catalogOf(apps[owner])).prepare('SELECT count(*) AS n FROM images WHERE app_id = ?').bind(apps[owner].app_id);
   return (await count.first<{ n: number }>())!.n;
 }
 
@@ -188,7 +174,7 @@ describe('app keys (browser and mobile clients)', () => {
 
   it('can never write or read a transaction, sent in the query or the form', async () => {
     const transactions = async (): Promise<unknown> =>
-      env.DB.prepare('SELECT count(*) AS n FROM insert_transactions WHERE app_id = ?').bind(apps.A.app_id).first();
+      (await catalogOf(apps.A)).prepare('SELECT count(*) AS n FROM insert_transactions WHERE app_id = ?').bind(apps.A.app_id).first();
     const before = await transactions();
     const image = { 'im_name[0]': 'by-app-key', 'im_url[0]': fixtureUrl(`/images/${IMAGES.A.shared}`) };
     for (const response of [
@@ -272,8 +258,8 @@ describe('secrets', () => {
 
     // A consumer whose inference calls are refused (a wrong bearer secret) logs the failure and retries.
     const item = { index: 0, imName: 'logged', imUrl: fixtureUrl(`/images/${IMAGES.A.shared}`), metadata: {} };
-    const transId = await createTransaction(env.DB, apps.A.app_id, [item]);
-    const message = { id: 'log-check', timestamp: new Date(), attempts: 1, body: { transId, index: 0 } };
+    const transId = await createTransaction(env, await appOf(apps.A), [item]);
+    const message = { id: 'log-check', timestamp: new Date(), attempts: 1, body: { transId, index: 0, database: (await appOf(apps.A)).database } };
     const batch = createMessageBatch<InsertMessage>('image-insert', [message]);
     await worker.queue(batch, { ...env, INFERENCE_SECRET: wrongInferenceSecret });
     // The spy does see the Worker's logs, so the empty lists below mean that nothing secret was logged.

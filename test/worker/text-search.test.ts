@@ -21,6 +21,7 @@ import {
   uploadsearch,
   type Credentials,
   type SearchBody,
+  catalogOf,
 } from './helpers';
 
 const COLOURS = { red: 'ff0000', green: '00ff00', blue: '0000ff' } as const;
@@ -121,7 +122,7 @@ describe('search by text on a model that reads text', () => {
     const before = await textsearch(objects, 'q=red&score=true');
     expect(before.body.result.every((item) => item.score! < 0.1)).toBe(true);
     // A red object in the green image, as a detector would have found it.
-    const { id } = (await env.DB.prepare("SELECT id FROM images WHERE app_id = ? AND im_name = 'green'").bind(objects.app_id).first<{ id: number }>())!;
+    const { id } = (await (await catalogOf(objects)).prepare("SELECT id FROM images WHERE app_id = ? AND im_name = 'green'").bind(objects.app_id).first<{ id: number }>())!;
     const red = await inference(env).embedText('red', { embedModel: env.TEXT_EMBED_MODEL });
     await objectVectors(env, env.TEXT_EMBED_MODEL).upsert([{ id: `${id}.0`, namespace: objects.app_id, values: red.vector, metadata: { type: 'Bag' } }]);
     const after = await textsearch(objects, 'q=red&score=true');

@@ -17,7 +17,7 @@ import { getTuning, startTuning } from '../../src/storage/tunings';
 import { formatTimestamp } from '../../src/time';
 import { imageVectors, objectVectors } from '../../src/storage/vectors';
 import { isHeldOut } from '../../src/tuning/held-out';
-import { adminHeaders, basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, runSweeper, search, waitForTransaction, type Credentials, type SearchBody } from './helpers';
+import { adminHeaders, basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, runSweeper, search, waitForTransaction, type Credentials, type SearchBody, catalogOf, appRecord } from './helpers';
 
 const PER_SHAPE = 12;
 const SEED = 7;
@@ -88,7 +88,7 @@ async function heldOutPrecision(app: Credentials): Promise<number> {
 
 const count = async (index: VectorizeIndex | { getByIds: (ids: string[]) => Promise<unknown[]> }, ids: string[]) => (await index.getByIds(ids)).length;
 const liveIds = async (app: Credentials) =>
-  (await env.DB.prepare('SELECT id FROM images WHERE app_id = ? ORDER BY id').bind(app.app_id).all<{ id: number }>()).results.map(({ id }) => String(id));
+  (await (await catalogOf(app)).prepare('SELECT id FROM images WHERE app_id = ? ORDER BY id').bind(app.app_id).all<{ id: number }>()).results.map(({ id }) => String(id));
 
 const MODEL = env.EMBED_MODEL;
 
@@ -129,7 +129,7 @@ describe('tuning on a label field', () => {
 
     const reindexing = await createApp('tuning-while-reindexing', SCHEMA);
     const [, other] = [...embedModels(env).keys()];
-    expect(await startReindex(env.DB, reindexing.app_id, other!)).not.toBeNull();
+    expect(await startReindex(await catalogOf(reindexing), await appRecord(reindexing), other!)).not.toBeNull();
     const refused = await tune(reindexing, { label_field: 'shape' });
     expect(refused.status).toBe(409);
     expect(JSON.stringify(refused.body)).toMatch(/A reindex into .* is under way/);
@@ -247,11 +247,11 @@ describe('the decision and the job', () => {
     let step: JobStep = { next: 'now', step: first };
     while (step.next !== 'ended' && !(await stop())) {
       if (step.next === 'wait') await new Promise((resolve) => setTimeout(resolve, 200));
-      step = await continueTuning(env, app.app_id, step.step);
+      step = await continueTuning(env, await appRecord(app), step.step);
     }
     return step;
   }
-  const tuningRow = async (app: Credentials) => (await getTuning(env.DB, app.app_id))!;
+  const tuningRow = async (app: Credentials) => (await getTuning(await catalogOf(app), app.app_id))!;
 
   it('a tuning whose held-out precision would fall is reported, and the application stays untuned unless asked', async () => {
     const app = await createApp('tuned-worse', SCHEMA);
@@ -259,7 +259,7 @@ describe('the decision and the job', () => {
     expect((await insertAndWait(app, labelled(images, 13, 6))).fail_count).toBe(0);
     const untuned = await similar(app, images[0]!.name);
     const classes = [...new Set(images.map((image) => image.shape))];
-    const started = (await startTuning(env.DB, app.app_id, { labelField: 'shape', apply: 'better', classes, labelled: images.length }, 0))!;
+    const started = (await startTuning(env, await appRecord(app), { labelField: 'shape', apply: 'better', classes, labelled: images.length }, 0))!;
     const lastId = Number((await liveIds(app)).at(-1));
     // Up to the decision: the evaluation has searched every held-out image.
     const step = await runSteps(app, started.step, async () => {
@@ -270,7 +270,7 @@ describe('the decision and the job', () => {
     const measured = await tuningRow(app);
     expect(measured.queries).toBeGreaterThan(0);
     // The counts as a tuning that loses would leave them: fewer same-shape results tuned than untuned.
-    await env.DB.prepare('UPDATE tunings SET hits_before = hits_after + 1 WHERE app_id = ?').bind(app.app_id).run();
+    await (await catalogOf(app)).prepare('UPDATE tunings SET hits_before = hits_after + 1 WHERE app_id = ?').bind(app.app_id).run();
     expect(await runSteps(app, (step as { step: number }).step)).toEqual({ next: 'ended' });
     const { body } = await tuningOf(app);
     expect(body.tuned).toBe(false);
@@ -304,9 +304,9 @@ describe('the decision and the job', () => {
     expect((await insertAndWait(app, labelled(images, 17, 4))).fail_count).toBe(0);
     const classes = [...new Set(images.map((image) => image.shape))];
     // Begun without its first message, and not moved for longer than a stall.
-    expect(await startTuning(env.DB, app.app_id, { labelField: 'shape', apply: 'always', classes, labelled: images.length }, 0)).not.toBeNull();
+    expect(await startTuning(env, await appRecord(app), { labelField: 'shape', apply: 'always', classes, labelled: images.length }, 0)).not.toBeNull();
     const ago = formatTimestamp(new Date(Date.now() - (STALL_MINUTES + 1) * 60_000));
-    await env.DB.prepare('UPDATE tunings SET updated_at = ? WHERE app_id = ?').bind(ago, app.app_id).run();
+    await (await catalogOf(app)).prepare('UPDATE tunings SET updated_at = ? WHERE app_id = ?').bind(ago, app.app_id).run();
     await runSweeper();
     expect((await waitForTuning(app, finished)).tuning).toMatchObject({ state: 'done', applied: true });
     expect((await tuningRow(app)).resumes).toBe(0);

@@ -6,7 +6,7 @@ import { MAX_DETECTED_OBJECTS } from '../../src/ports/inference/types';
 import { createTransaction } from '../../src/storage/transactions';
 import { vectorMetadataKey } from '../../src/storage/vector-metadata';
 import { colorVectors, imageVectors, objectVectors } from '../../src/storage/vectors';
-import { basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, retiredLeft, runSweeper, search, waitForTransaction, withVectorIndex, type Credentials } from './helpers';
+import { allDatabases, databaseNames, basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, retiredLeft, runSweeper, search, waitForTransaction, withVectorIndex, type Credentials, catalogOf, appOf, transactionDatabase } from './helpers';
 
 /**
  * Image versions (migrations/0008): an insert is all or nothing, a later operation on a name wins whatever order the
@@ -18,7 +18,7 @@ type Row = { id: number; im_name: string; blob_key: string; object_count: number
 
 const rows = async (app: Credentials): Promise<Row[]> =>
   (
-    await env.DB.prepare('SELECT id, im_name, blob_key, object_count, metadata FROM images WHERE app_id = ? ORDER BY im_name')
+    await (await catalogOf(app)).prepare('SELECT id, im_name, blob_key, object_count, metadata FROM images WHERE app_id = ? ORDER BY im_name')
       .bind(app.app_id)
       .all<Row>()
   ).results;
@@ -28,7 +28,7 @@ const vectorIds = (id: number, objects: number): string[] => [String(id), ...Arr
 /** Every version id the application ever had a vector or object of, from the allocator's range. */
 async function strayVectors(app: Credentials, live: Row[]): Promise<string[]> {
   const liveIds = new Set(live.flatMap((row) => vectorIds(row.id, row.object_count)));
-  const { results } = await env.DB.prepare('SELECT seq FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id WHERE t.app_id = ?')
+  const { results } = await (await catalogOf(app)).prepare('SELECT seq FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id WHERE t.app_id = ?')
     .bind(app.app_id)
     .all<{ seq: number }>();
   const candidates = results.flatMap((row) => vectorIds(row.seq, MAX_DETECTED_OBJECTS)).filter((id) => !liveIds.has(id));
@@ -50,7 +50,7 @@ async function expectConsistent(app: Credentials): Promise<Row[]> {
   const listed = await env.BLOBS.list({ prefix: `${app.app_id}/images/` });
   expect(listed.objects.map((object) => object.key).sort()).toEqual(live.map((row) => row.blob_key).sort());
   expect(await strayVectors(app, live)).toEqual([]);
-  const stale = await env.DB.prepare('SELECT count(*) AS n FROM stale_vector_metadata WHERE app_id = ?').bind(app.app_id).first<{ n: number }>();
+  const stale = await (await catalogOf(app)).prepare('SELECT count(*) AS n FROM stale_vector_metadata WHERE app_id = ?').bind(app.app_id).first<{ n: number }>();
   expect(stale!.n).toBe(0);
   return live;
 }
@@ -71,37 +71,37 @@ function withFailingBlobs(method: 'put' | 'delete'): Env {
   return { ...env, BLOBS: failing };
 }
 
-/** The Worker's environment with D1 refusing every batch with a statement whose SQL contains `marker`. */
+/** The Worker's environment with each D1 database refusing every batch with a statement whose SQL contains `marker`. */
 function withFailingD1Batch(marker: string): Env {
-  const db = env.DB;
   const sqlOf = new WeakMap<D1PreparedStatement, string>();
-  const failing = new Proxy(db, {
-    get: (target, property) => {
-      if (property === 'prepare') {
-        // Bound statements are new objects: each carries its SQL on.
-        const tagged = (statement: D1PreparedStatement, sql: string): D1PreparedStatement => {
-          sqlOf.set(statement, sql);
-          const bind = statement.bind.bind(statement);
-          statement.bind = (...values: unknown[]) => tagged(bind(...values), sql);
-          return statement;
-        };
-        return (sql: string) => tagged(target.prepare(sql), sql);
-      }
-      if (property === 'batch') {
-        return async (statements: D1PreparedStatement[]) => {
-          if (statements.some((statement) => sqlOf.get(statement)?.includes(marker))) throw new Error('injected: D1 batch failed');
-          return target.batch(statements);
-        };
-      }
-      return (Reflect.get(target, property) as unknown as (...args: unknown[]) => unknown).bind(target);
-    },
-  });
-  return { ...env, DB: failing };
+  const failing = (db: D1Database) =>
+    new Proxy(db, {
+      get: (target, property) => {
+        if (property === 'prepare') {
+          // Bound statements are new objects: each carries its SQL on.
+          const tagged = (statement: D1PreparedStatement, sql: string): D1PreparedStatement => {
+            sqlOf.set(statement, sql);
+            const bind = statement.bind.bind(statement);
+            statement.bind = (...values: unknown[]) => tagged(bind(...values), sql);
+            return statement;
+          };
+          return (sql: string) => tagged(target.prepare(sql), sql);
+        }
+        if (property === 'batch') {
+          return async (statements: D1PreparedStatement[]) => {
+            if (statements.some((statement) => sqlOf.get(statement)?.includes(marker))) throw new Error('injected: D1 batch failed');
+            return target.batch(statements);
+          };
+        }
+        return (Reflect.get(target, property) as unknown as (...args: unknown[]) => unknown).bind(target);
+      },
+    });
+  return { ...env, ...Object.fromEntries(databaseNames().map((name, k) => [name, failing(allDatabases()[k]!)])) };
 }
 
 /** Delivers one message of a transaction to the consumer with `workerEnv`, as the queue would. */
 async function deliver(workerEnv: Env, queue: string, transId: number, attempts = 1): Promise<{ retried: boolean }> {
-  const batch = createMessageBatch(queue, [{ id: `m-${transId}-${attempts}`, timestamp: Date.now(), attempts, body: { transId, index: 0 } }]);
+  const batch = createMessageBatch(queue, [{ id: `m-${transId}-${attempts}`, timestamp: Date.now(), attempts, body: { transId, index: 0, database: await transactionDatabase(transId) } }]);
   const ctx = createExecutionContext();
   await worker.queue(batch, workerEnv);
   const result = await getQueueResult(batch, ctx);
@@ -116,7 +116,7 @@ async function reinsertAccepted(name: string): Promise<{ app: Credentials; befor
   const app = await createApp(name, [{ name: 'brand', type: 'string', searchable: true }]);
   await insertAndWait(app, [{ im_name: 'item', im_url: fixtureUrl('/images/animals_birds_hen.png'), brand: 'old' }]);
   const [before] = await rows(app);
-  const transId = await createTransaction(env.DB, app.app_id, [
+  const transId = await createTransaction(env, await appOf(app), [
     { index: 0, imName: 'item', imUrl: fixtureUrl('/images/animals_mammals_cats_tiger.png'), metadata: { brand: 'new' } },
   ]);
   return { app, before: before!, transId };
@@ -242,7 +242,7 @@ describe('image versions', () => {
 
   it('a remove of a name only waiting to be inserted counts it removed and fails its insert, whose message then does nothing', async () => {
     const app = await createApp('remove-first');
-    const transId = await createTransaction(env.DB, app.app_id, [{ index: 0, imName: 'early', imUrl: fixtureUrl('/images/animals_birds_hen.png'), metadata: {} }]);
+    const transId = await createTransaction(env, await appOf(app), [{ index: 0, imName: 'early', imUrl: fixtureUrl('/images/animals_birds_hen.png'), metadata: {} }]);
     expect(await removeWith(env, app, 'early')).toEqual({ status: 'OK', method: 'remove', total: 1, result: [], error: [] });
     expect(await waitForTransaction(app, transId, 1_000)).toMatchObject({ success_count: 0, fail_count: 1, error_list: [{ im_name: 'early', ...CANCELLED }] });
     expect(await deliver(env, 'image-insert', transId)).toEqual({ retried: false });
@@ -305,7 +305,7 @@ describe('image versions', () => {
   it('a metadata update whose vector rewrite meets a remove of its image writes no vector back for good', async () => {
     const app = await createApp('update-meets-remove', [{ name: 'brand', type: 'string', searchable: true }]);
     await insertAndWait(app, [{ im_name: 'item', im_url: fixtureUrl('/images/animals_birds_hen.png'), brand: 'old' }]);
-    const transId = await createTransaction(env.DB, app.app_id, [{ index: 0, imName: 'item', imUrl: null, metadata: { brand: 'new' } }]);
+    const transId = await createTransaction(env, await appOf(app), [{ index: 0, imName: 'item', imUrl: null, metadata: { brand: 'new' } }]);
     // The remove comes after the update read the vectors and before it writes them back with the new metadata.
     let removed: Promise<unknown> | undefined;
     const meetsRemove = withVectorIndex((stub) => ({
@@ -329,7 +329,7 @@ describe('image versions', () => {
       { im_name: 'probe', im_url: fixtureUrl('/images/animals_birds_rooster.png'), brand: 'other' },
       { im_name: 'item', im_url: fixtureUrl('/images/animals_birds_hen.png'), brand: 'old' },
     ]);
-    const transId = await createTransaction(env.DB, app.app_id, [{ index: 0, imName: 'item', imUrl: null, metadata: { brand: 'new' } }]);
+    const transId = await createTransaction(env, await appOf(app), [{ index: 0, imName: 'item', imUrl: null, metadata: { brand: 'new' } }]);
     // Merged into D1, then the vectors cannot be written, in every delivery: the dead-letter consumer gives it up.
     expect(await deliver(withFailingVectorIndex('upsert'), 'image-insert', transId)).toEqual({ retried: true });
     await deliver(env, 'image-insert-dlq', transId, 5);
