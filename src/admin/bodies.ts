@@ -65,6 +65,9 @@ export const productTypesBody = strictBody({
     .max(VOCABULARY_LIMITS.types, `at most ${VOCABULARY_LIMITS.types} types`)
     .refine((types) => new Set(types.map(({ type }) => type.toLowerCase())).size === types.length, 'type names must be unique (whatever their case)'),
 });
+export const moveBody = strictBody({
+  database: z.string().min(1).max(64).meta({ description: 'The D1 binding (one of D1_DATABASES) to move the application\'s catalog to.' }),
+});
 export const tuneBody = strictBody({
   label_field: z.string().min(1).max(64).meta({ description: "A field of the application's schema whose values label its images (e.g. `category`)." }),
   apply: z

@@ -2,7 +2,8 @@ import type { Env } from '../env';
 import { deleteRetiredSoon } from '../storage/retired';
 import { handleInsertMessage } from './insert-item';
 import { handleJobMessage } from './job-step';
-import { isJobMessage, isReindexMessage, type IngestMessage, type InsertMessage, type JobMessage, type ReindexMessage, type TuningMessage } from './message';
+import { isJobMessage, isMoveMessage, isReindexMessage, type IngestMessage, type InsertMessage, type JobMessage, type MoveMessage, type ReindexMessage, type TuningMessage } from './message';
+import { MOVE_JOB } from './move';
 import { REINDEX_JOB } from './reindex';
 import { TUNING_JOB } from './tuning';
 
@@ -19,7 +20,9 @@ export async function consumeIngestBatch(batch: MessageBatch<IngestMessage>, env
       jobs.map((message) =>
         isReindexMessage(message.body)
           ? handleJobMessage(env, message as Message<ReindexMessage>, REINDEX_JOB)
-          : handleJobMessage(env, message as Message<TuningMessage>, TUNING_JOB),
+          : isMoveMessage(message.body)
+            ? handleJobMessage(env, message as Message<MoveMessage>, MOVE_JOB)
+            : handleJobMessage(env, message as Message<TuningMessage>, TUNING_JOB),
       ),
     ),
   ]);

@@ -22,13 +22,13 @@ import {
   type ItemOutcome,
   type PendingItem,
 } from '../storage/transactions';
-import { getSchema } from '../storage/apps';
+import { getApp, getSchema } from '../storage/apps';
 import { readProjection } from '../storage/projections';
 import { writeTargets } from '../storage/reindexes';
 import { projectEmbedding } from '../tuning/project-embedding';
 import { replaceVectorMetadata, vectorMetadata, writeImageVectors, type ModelEmbedding } from '../storage/vectors';
 import { embeddingMismatch } from './embedding-mismatch';
-import type { InsertMessage } from './message';
+import { sendInsertMessages, type InsertMessage } from './message';
 import { Deferred, tryAgainLater } from './retry-policy';
 import { releaseStaged } from './staged-uploads';
 
@@ -171,6 +171,15 @@ export async function handleInsertMessage(env: Env, message: Message<InsertMessa
     return undefined;
   }
   try {
+    if (item.movingOut) {
+      // Its application is moving to another database (ingest/move.ts): the item waits until it has, then is that
+      // database's copy of it, which it is sent to.
+      const app = await getApp(env.DB, item.appId);
+      if (!app || app.database === database) throw new Deferred();
+      await sendInsertMessages(env.INSERT_QUEUE, [{ transId, index, database: app.database }]);
+      message.ack();
+      return undefined;
+    }
     // Checked before the item counts as started: a waiting update must not look like work under way to the sweeper,
     // or an earlier item whose message was lost would never be sent again, and the update would wait forever.
     if (isMetadataUpdate(item) && (await hasEarlierPendingItem(db, item.appId, item.imName, item.seq))) throw new Deferred();

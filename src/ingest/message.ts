@@ -8,13 +8,16 @@ export type InsertMessage = { transId: number; index: number; database?: string;
 export type ReindexMessage = { reindex: string; step: number; busy?: number };
 /** Step `step` of an application's tuning (ingest/tuning.ts); `busy` as above. */
 export type TuningMessage = { tuning: string; step: number; busy?: number };
+/** Step `step` of an application's move to another database (ingest/move.ts); `busy` as above. */
+export type MoveMessage = { move: string; step: number; busy?: number };
 /** A step of an admin job: resumable from its progress in D1, each step sending the next (ingest/job-step.ts). */
-export type JobMessage = ReindexMessage | TuningMessage;
+export type JobMessage = ReindexMessage | TuningMessage | MoveMessage;
 /** The ingest queue carries both: every job that needs the inference service's bulk line, or reads what it wrote. */
 export type IngestMessage = InsertMessage | JobMessage;
 
 export const isJobMessage = (message: IngestMessage): message is JobMessage => !('transId' in message);
 export const isReindexMessage = (message: IngestMessage): message is ReindexMessage => 'reindex' in message;
+export const isMoveMessage = (message: IngestMessage): message is MoveMessage => 'move' in message;
 
 /** A queue's sendBatch takes at most this many messages. */
 export const MAX_MESSAGES_PER_SEND = 100;

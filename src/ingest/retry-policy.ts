@@ -6,6 +6,7 @@
  * the dead-letter queue (dead-letters.ts).
  */
 import { InferenceBusyError } from '../ports/inference/types';
+import { isFencedWrite } from '../storage/moves';
 import { isJobMessage, sendInsertMessages, sendJobMessage, type IngestMessage } from './message';
 
 /** Not yet: the message's work is sent again after DEFER_SECONDS, without counting as a failure. */
@@ -21,7 +22,8 @@ const MAX_RETRY_DELAY_SECONDS = 60;
  * service as busy (searches go first), backing off while the service stays busy. `busy` counts those refusals.
  */
 function waitBeforeNextTry(error: unknown, busy: number): { delaySeconds: number; busy: number } | undefined {
-  if (error instanceof Deferred) return { delaySeconds: DEFER_SECONDS, busy };
+  // A write refused while its application moves to another database (ingest/move.ts) waits as deferred work does.
+  if (error instanceof Deferred || isFencedWrite(error)) return { delaySeconds: DEFER_SECONDS, busy };
   if (error instanceof InferenceBusyError) {
     return { delaySeconds: Math.min(MAX_BUSY_DELAY_SECONDS, error.retryAfterSeconds * 2 ** busy), busy: busy + 1 };
   }

@@ -1,3 +1,4 @@
+import { failMove, resumeMove, stalledMoves, unfence } from '../storage/moves';
 import type { Env } from '../env';
 import { deleteExpiredQueryImages } from '../storage/query-images';
 import { getSchema } from '../storage/apps';
@@ -71,7 +72,26 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
   }
   const orphanedStaged = await deleteOrphanedStaged(env, now);
   console.log(JSON.stringify({ event: 'sweep_staged', orphanedStaged }));
+  await resumeStalledMoves(env, before);
   return swept;
+}
+
+/**
+ * A move whose step message was lost goes on from its progress in the control database; one that keeps stalling
+ * while it copies is given up, and its application's writes resume where it is.
+ */
+async function resumeStalledMoves(env: Env, before: string): Promise<void> {
+  for (const move of await stalledMoves(env.DB, before)) {
+    if (move.state === 'copying' && move.resumes >= MAX_SWEEPS) {
+      const reason = `No progress over ${MAX_SWEEPS} resumes${move.error ? `; the last error: ${move.error}` : ''}.`;
+      if (await failMove(env.DB, move.appId, reason)) await unfence(databaseNamed(env, move.fromDatabase), move.appId);
+      console.warn(JSON.stringify({ event: 'move_failed', appId: move.appId }));
+      continue;
+    }
+    const step = await resumeMove(env.DB, move.appId);
+    console.warn(JSON.stringify({ event: 'move_resumed', appId: move.appId, step }));
+    if (step !== null) await sendJobMessage(env.INSERT_QUEUE, { move: move.appId, step });
+  }
 }
 
 /** One database's part of a sweep, logged in one line. */

@@ -205,6 +205,7 @@ const adminApp = {
   placement: z
     .object({
       database: z.string().meta({ description: 'The D1 binding its catalog is in.' }),
+      moving: z.string().optional().meta({ description: 'While a move copies it: the database it is moving to (POST /admin/apps/{app_id}/move).' }),
       indexes: z.record(z.string(), z.array(z.string())).meta({
         description: "Per index group (named by its first index), the index of each shard; empty: made before placement, in each group's first.",
       }),
@@ -230,6 +231,25 @@ export const placementResponse = z.object({
 });
 export const appResponse = z.object({ status: succeeded, ...adminApp, schema: schemaFields });
 export const appSettingsResponse = z.object({ status: succeeded, ...adminApp });
+export const moveResponse = z.object({
+  status: succeeded,
+  app_id: z.string(),
+  database: z.string().meta({ description: 'The database its catalog is read from now.' }),
+  move: z.object({
+    from_database: z.string(),
+    to_database: z.string(),
+    state: z.enum(['copying', 'switching', 'cleaning', 'done', 'failed']).meta({
+      description:
+        "`copying`: its writes are held (answered busy, to be sent again) while its rows are copied, searches read from_database; " +
+        '`switching`; `cleaning`: it is on to_database, its rows in from_database are deleted; `done`; `failed` (see `error`).',
+    }),
+    rows_copied: z.int(),
+    error: z.string().nullable(),
+    started_at: z.string(),
+    updated_at: z.string(),
+    finished_at: z.string().nullable(),
+  }),
+});
 export const reindexResponse = z.object({
   status: succeeded,
   app_id: z.string(),

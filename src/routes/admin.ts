@@ -1,6 +1,6 @@
 import type { Context, Handler } from 'hono';
 import type { z } from 'zod';
-import { APP_PATH, createAppBody, productTypesBody, reindexBody, schemaBody, settingsBody, tuneBody } from '../admin/bodies';
+import { APP_PATH, createAppBody, moveBody, productTypesBody, reindexBody, schemaBody, settingsBody, tuneBody } from '../admin/bodies';
 import { describeTuning, tuningClasses } from '../admin/tuning';
 import { productTypesProblem } from '../admin/product-types';
 import { newAppKeys } from '../auth/keys';
@@ -18,9 +18,14 @@ import { getReindex, imagesInModel, reindexUnderWay, resumeReindex, startReindex
 import { getTuning, startTuning, TUNING_UNDER_WAY, untune } from '../storage/tunings';
 import { appCacheTtlMs } from '../storage/app-cache';
 import { groupsOf, indexFills, placeApplication, placeGroups, PlacementRefused } from '../storage/placement';
-import { catalogDatabase, databaseFills, placeNewApplication } from '../storage/databases';
+import { catalogDatabase, databaseFills, databaseNames, placeNewApplication } from '../storage/databases';
+import { fence, getMove, MOVE_UNDER_WAY, startMove, type Move } from '../storage/moves';
+import { formatTimestamp } from '../time';
 
-const describe = (app: AppRecord) => ({
+/** The database an application is moving to while its rows are copied: it is not there yet. */
+const movingTo = (move: Move | null): string | undefined => (move && (move.state === 'copying' || move.state === 'switching') ? move.toDatabase : undefined);
+
+const describe = (app: AppRecord, moving?: string) => ({
   app_id: app.id,
   name: app.name,
   access_key: app.accessKey,
@@ -33,7 +38,7 @@ const describe = (app: AppRecord) => ({
   embed_model: app.embedModel,
   product_types: app.productTypes,
   tuning: app.tuning,
-  placement: { database: app.database, indexes: app.placement ?? {} },
+  placement: { database: app.database, indexes: app.placement ?? {}, ...(moving && { moving }) },
 });
 
 /** A placement that finds every index of a group (or every database) full answers 507, naming the setting to add one to. */
@@ -81,8 +86,9 @@ async function appOrNotFound(db: D1Database, appId: string): Promise<AppRecord> 
 
 const getAppHandler: Handler<AppEnv, AppPath> = async (c) => {
   const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
-  const fields = (await getSchema(c.env, app)).map(({ name, type, searchable }) => ({ name, type, searchable }));
-  return c.json({ status: 'OK', ...describe(app), schema: { fields } });
+  const [schema, move] = await Promise.all([getSchema(c.env, app), getMove(c.env.DB, app.id)]);
+  const fields = schema.map(({ name, type, searchable }) => ({ name, type, searchable }));
+  return c.json({ status: 'OK', ...describe(app, movingTo(move)), schema: { fields } });
 };
 
 /**
@@ -180,6 +186,7 @@ const startReindexHandler: Handler<AppEnv, AppPath> = async (c) => {
   const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
   const { embed_model: toModel } = await readJson(c, reindexBody);
   requireEmbedModel(c.env, toModel);
+  await refuseWhileMoving(c.env, app);
   const db = catalogDatabase(c.env, app);
   const tuning = await getTuning(db, app.id);
   if (app.tuning !== null || (tuning && TUNING_UNDER_WAY.includes(tuning.state))) {
@@ -213,6 +220,7 @@ const startTuningHandler: Handler<AppEnv, AppPath> = async (c) => {
   const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
   const { label_field: labelField, apply = 'better' } = await readJson(c, tuneBody);
   if (!embedModelIndexesOf(c.env, app.embedModel).tuned) throw invalidParameter(`The application's model ${app.embedModel} has no tuned indexes in EMBED_MODELS.`);
+  await refuseWhileMoving(c.env, app);
   const db = catalogDatabase(c.env, app);
   const reindex = await getReindex(db, app.id);
   if (reindexUnderWay(reindex)) throw new ApiError(409, `A reindex into ${reindex.toModel} is under way (${reindex.state}); tune once it is done.`);
@@ -236,6 +244,56 @@ const untuneHandler: Handler<AppEnv, AppPath> = async (c) => {
   await sendJobMessage(c.env.INSERT_QUEUE, { tuning: app.id, step });
   return c.json(await tuningAnswer(c.env, app.id));
 };
+
+/** A job that writes the catalog (a reindex, a tuning) waits for a move under way: its writes would be held. */
+async function refuseWhileMoving(env: Env, app: AppRecord): Promise<void> {
+  const move = await getMove(env.DB, app.id);
+  if (move && MOVE_UNDER_WAY.includes(move.state)) throw new ApiError(409, `A move to ${move.toDatabase} is under way (${move.state}); ask again once it is done.`);
+}
+
+/** An application's latest move as the admin API answers it; 404 when it never moved. */
+async function moveAnswer(env: Env, appId: string) {
+  const [app, move] = await Promise.all([appOrNotFound(env.DB, appId), getMove(env.DB, appId)]);
+  if (!move) throw new ApiError(404, 'The application has never been moved.');
+  return {
+    status: 'OK' as const,
+    app_id: app.id,
+    database: app.database,
+    move: {
+      from_database: move.fromDatabase,
+      to_database: move.toDatabase,
+      state: move.state,
+      rows_copied: move.rowsCopied,
+      error: move.error,
+      started_at: move.startedAt,
+      updated_at: move.updatedAt,
+      finished_at: move.finishedAt,
+    },
+  };
+}
+
+/**
+ * Moves the application's catalog to another database while it keeps serving (ingest/move.ts): its writes are held
+ * from here (answered busy) until its rows are there; refused while a reindex, a tuning or another move is under way.
+ */
+const startMoveHandler: Handler<AppEnv, AppPath> = async (c) => {
+  const app = await appOrNotFound(c.env.DB, c.req.param('app_id'));
+  const { database } = await readJson(c, moveBody);
+  if (!databaseNames(c.env).includes(database)) throw invalidParameter(`database: ${database} is not one of ${databaseNames(c.env).join(', ')}`);
+  if (database === app.database) throw invalidParameter(`database: the application is on ${database} already.`);
+  const catalog = catalogDatabase(c.env, app);
+  const [reindex, tuning] = await Promise.all([getReindex(catalog, app.id), getTuning(catalog, app.id)]);
+  if (reindexUnderWay(reindex) || (tuning && TUNING_UNDER_WAY.includes(tuning.state))) {
+    throw new ApiError(409, 'A reindex or a tuning of the application is under way: move it once that is done.');
+  }
+  const move = await startMove(c.env.DB, app.id, app.database, database);
+  if (!move) throw new ApiError(409, 'A move of the application is under way; ask again once it is done.');
+  await fence(catalog, app.id, formatTimestamp());
+  await sendJobMessage(c.env.INSERT_QUEUE, { move: app.id, step: move.step });
+  return c.json(await moveAnswer(c.env, app.id), 202);
+};
+
+const getMoveHandler: Handler<AppEnv, AppPath> = async (c) => c.json(await moveAnswer(c.env, c.req.param('app_id')));
 
 /** The operator's capacity view: every database and index with what it holds (docs/scale.md). */
 const placementHandler: Handler<AppEnv> = async (c) => {
@@ -352,6 +410,39 @@ export const adminRoutes = [
       failure: httpErrors(404),
     },
     getReindexHandler,
+  ),
+  route(
+    {
+      ...adminAccess,
+      method: 'post',
+      path: '/admin/apps/{app_id}/move',
+      operationId: 'startMove',
+      summary: "Move an application's catalog to another D1 database",
+      description:
+        'Its writes (`/insert`, `/remove`, metadata updates) are held from here, answered busy with `Retry-After` to ' +
+        'be sent again, and queued work waits, while its rows are copied a chunk at a time; searches keep answering ' +
+        'from the database it is on. Then it switches at once, and its rows are deleted from the old database. ' +
+        '`placement.moving` names the target until it is there. Refused while a reindex, a tuning or another move of ' +
+        'it is under way (409).',
+      pathParams: APP_PATH,
+      body: { media: JSON_BODY, schema: moveBody },
+      success: { status: 202, schema: responses.moveResponse, description: 'The move and its progress.' },
+      failure: httpErrors(404, 409),
+    },
+    startMoveHandler,
+  ),
+  route(
+    {
+      ...adminAccess,
+      method: 'get',
+      path: '/admin/apps/{app_id}/move',
+      operationId: 'getMove',
+      summary: "An application's latest move and its progress",
+      pathParams: APP_PATH,
+      success: { status: 200, schema: responses.moveResponse, description: 'The move and its progress.' },
+      failure: httpErrors(404),
+    },
+    getMoveHandler,
   ),
   route(
     {

@@ -1,3 +1,4 @@
+import { isFencedWrite } from '../storage/moves';
 import type { Handler } from 'hono';
 import { storedSchema } from '../auth/middleware';
 import type { AppEnv, Env } from '../env';
@@ -25,10 +26,24 @@ import { LimitReached } from '../storage/usage';
  */
 export const INSERT_MAX_BODY_BYTES = 20 * 1024 * 1024;
 
+/**
+ * A write refused while the application moves to another database (ingest/move.ts) answers busy, to be sent again in a
+ * moment: nothing of it was accepted.
+ */
+const MOVING_RETRY_SECONDS = 2;
+async function unlessMoving<T>(write: Promise<T>): Promise<T> {
+  try {
+    return await write;
+  } catch (error) {
+    if (isFencedWrite(error)) throw new ApiError(503, GENERAL.busy, undefined, { retryAfterSeconds: MOVING_RETRY_SECONDS });
+    throw error;
+  }
+}
+
 /** The operator's limits (createTransaction decides them): a full collection refuses the call, a backlog is "busy". */
 async function recordWithinLimits(env: Env, app: AppRecord, items: InsertItem[]): Promise<number> {
   try {
-    return await createTransaction(env, app, items, app.limits);
+    return await unlessMoving(createTransaction(env, app, items, app.limits));
   } catch (error) {
     if (!(error instanceof LimitReached)) throw error;
     throw error.limit === 'image_limit' ? new ApiError(403, GENERAL.collectionFull) : new ApiError(429, GENERAL.busy);
@@ -102,7 +117,7 @@ const remove: Handler<AppEnv> = async (c) => {
   });
   if (requested.length === 0) throw new ApiError(400, 'im_name[0] is required.');
 
-  const removedNames = new Set(await removeImages(catalogDatabase(c.env, c.var.app), c.var.app.id, requested.map((item) => item.imName)));
+  const removedNames = new Set(await unlessMoving(removeImages(catalogDatabase(c.env, c.var.app), c.var.app.id, requested.map((item) => item.imName))));
   await deleteRetiredSoon(c.env, c.var.app);
   const seen = new Set<string>();
   const error = requested.flatMap((item) => {

@@ -105,17 +105,36 @@ export async function setProductTypes(db: D1Database, appId: string, types: Voca
  */
 export async function createApp(env: Env, app: NewApp, embedModel: string, placement: Placement, database: string): Promise<void> {
   const createdAt = formatTimestamp();
-  if (database !== CONTROL_DATABASE) {
-    await databaseNamed(env, database)
-      .prepare("INSERT INTO apps (id, name, access_key, secret_key_hash, app_key_hash, embed_model, database, created_at) VALUES (?1, '', ?1, '', ?1, ?2, ?3, ?4)")
-      .bind(app.id, embedModel, database, createdAt)
-      .run();
-  }
+  await anchorApp(env, database, app.id, embedModel, createdAt);
   await env.DB.prepare(
     'INSERT INTO apps (id, name, access_key, secret_key_hash, app_key_hash, embed_model, placement, database, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
   )
     .bind(app.id, app.name, app.accessKey, app.secretKeyHash, app.appKeyHash, embedModel, JSON.stringify(placement), database, createdAt)
     .run();
+}
+
+/**
+ * In a catalog database other than the control one, the application's row that its catalog's foreign keys name: no
+ * key, no setting, never read.
+ */
+export async function anchorApp(env: Env, database: string, appId: string, embedModel: string, createdAt: string): Promise<void> {
+  if (database === CONTROL_DATABASE) return;
+  await databaseNamed(env, database)
+    .prepare("INSERT OR IGNORE INTO apps (id, name, access_key, secret_key_hash, app_key_hash, embed_model, database, created_at) VALUES (?1, '', ?1, '', ?1, ?2, ?3, ?4)")
+    .bind(appId, embedModel, database, createdAt)
+    .run();
+}
+
+/** Deletes the anchor row of an application that left `database` (its catalog rows there gone first). */
+export async function unanchorApp(env: Env, database: string, appId: string): Promise<void> {
+  if (database === CONTROL_DATABASE) return;
+  await databaseNamed(env, database).prepare('DELETE FROM apps WHERE id = ?').bind(appId).run();
+}
+
+/** The application's catalog is in `database` from now on (ingest/move.ts, once every row is there). */
+export async function setAppDatabase(control: D1Database, appId: string, database: string): Promise<void> {
+  await control.prepare('UPDATE apps SET database = ? WHERE id = ?').bind(database, appId).run();
+  forgetApp(appId);
 }
 
 export async function getApp(db: D1Database, id: string): Promise<AppRecord | null> {

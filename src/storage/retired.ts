@@ -1,3 +1,4 @@
+import { notMovingOut } from './moves';
 import type { Env } from '../env';
 import { formatTimestamp } from '../time';
 import { retryAt } from './back-off';
@@ -37,7 +38,8 @@ async function dueRetired(db: D1Database, now: Date, appId?: string): Promise<Re
   const { results } = await db
     .prepare(
       `SELECT image_id, object_count, blob_key, failures FROM retired_versions r
-       WHERE r.retry_at <= ? AND NOT EXISTS (SELECT 1 FROM stale_vector_metadata WHERE image_id = r.image_id) ${appId === undefined ? '' : 'AND r.app_id = ?'}
+       WHERE r.retry_at <= ? AND NOT EXISTS (SELECT 1 FROM stale_vector_metadata WHERE image_id = r.image_id) AND ${notMovingOut('r.app_id')}
+         ${appId === undefined ? '' : 'AND r.app_id = ?'}
        ORDER BY r.retry_at, r.retired_at LIMIT ${RETIRED_PER_RUN}`,
     )
     .bind(formatTimestamp(now), ...(appId === undefined ? [] : [appId]))

@@ -16,3 +16,13 @@ export const DATABASE_SLOTS = 1024;
 export const numberTaken = (position: number): string => `((SELECT MAX(id) FROM image_ids) * ${DATABASE_SLOTS} + ${position})`;
 
 export const forgetNumbers = (db: D1Database): D1PreparedStatement => db.prepare('DELETE FROM image_ids');
+
+/**
+ * Raises `target`'s count above `source`'s, so that every number `target` allocates from now is above every number
+ * `source` allocated: an application moved between them keeps the order of its operations. AUTOINCREMENT keeps the
+ * highest count ever used, so the row inserted here can go at once.
+ */
+export async function raiseSequence(source: D1Database, target: D1Database): Promise<void> {
+  const count = await source.prepare("SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'image_ids'), 0) AS count").first<number>('count');
+  await target.batch([target.prepare('INSERT OR IGNORE INTO image_ids (id) VALUES (?)').bind((count ?? 0) + 1), forgetNumbers(target)]);
+}

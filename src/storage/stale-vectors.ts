@@ -1,3 +1,4 @@
+import { notMovingOut } from './moves';
 import { formatTimestamp } from '../time';
 import { retryAt } from './back-off';
 
@@ -38,6 +39,7 @@ export async function staleVectorsLeft(db: D1Database, limit: number, now: Date)
       `SELECT s.attempt, s.trans_id, s.item_index, s.image_id, s.app_id FROM stale_vector_metadata s
        WHERE s.retry_at <= ?2
          AND NOT EXISTS (SELECT 1 FROM insert_items i WHERE i.trans_id = s.trans_id AND i.item_index = s.item_index AND i.state = 'pending')
+         AND ${notMovingOut('s.app_id')}
        ORDER BY s.retry_at, s.recorded_at LIMIT ?1`,
     )
     .bind(limit, formatTimestamp(now))

@@ -1,3 +1,4 @@
+import { notMovingOut } from './moves';
 import { DATA_ERRORS } from '../http/messages';
 import { formatTimestamp } from '../time';
 import type { Env } from '../env';
@@ -20,7 +21,8 @@ export const isMetadataUpdate = (item: InsertItem): boolean => item.imUrl === nu
  * makes (migrations/0008).
  */
 /** An item waiting to be processed, in the catalog `database` of its application. */
-export type PendingItem = InsertItem & { transId: number; appId: string; seq: number; database: string };
+/** `movingOut`: its application is being moved out of the item's database (ingest/move.ts). */
+export type PendingItem = InsertItem & { transId: number; appId: string; seq: number; database: string; movingOut: boolean };
 export type ItemOutcome = { state: 'done' } | { state: 'failed'; code: number; message: string };
 
 export type TransactionStatus = {
@@ -113,7 +115,8 @@ export async function getPendingItem(env: Env, database: string, transId: number
   const db = databaseNamed(env, database);
   const row = await db
     .prepare(
-      `SELECT t.app_id, i.im_name, i.im_url, i.staged_key, i.metadata, i.kind, i.seq FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
+      `SELECT t.app_id, i.im_name, i.im_url, i.staged_key, i.metadata, i.kind, i.seq, NOT ${notMovingOut('t.app_id')} AS moving_out
+       FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
        WHERE i.trans_id = ? AND i.item_index = ? AND i.state = 'pending'`,
     )
     .bind(transId, index)
@@ -125,6 +128,7 @@ export async function getPendingItem(env: Env, database: string, transId: number
       metadata: string;
       kind: 'image' | 'metadata';
       seq: number | null;
+      moving_out: number;
     }>();
   if (!row) return null;
   // Accepted before items were numbered (migrations/0008): numbered now, after every item numbered at acceptance.
@@ -139,6 +143,7 @@ export async function getPendingItem(env: Env, database: string, transId: number
     metadata: JSON.parse(row.metadata) as ImageMetadata,
     seq,
     database,
+    movingOut: row.moving_out === 1,
   };
 }
 
@@ -201,7 +206,10 @@ export async function settleItem(db: D1Database, transId: number, index: number,
 /** Staged files of settled items not deleted yet (their deletion failed), at most `limit`. */
 export async function stagedKeysLeft(db: D1Database, limit: number): Promise<{ transId: number; index: number; stagedKey: string }[]> {
   const { results } = await db
-    .prepare(`SELECT trans_id, item_index, staged_key FROM insert_items WHERE staged_key IS NOT NULL AND state != 'pending' LIMIT ?`)
+    .prepare(
+      `SELECT trans_id, item_index, staged_key FROM insert_items WHERE staged_key IS NOT NULL AND state != 'pending'
+         AND trans_id IN (SELECT id FROM insert_transactions WHERE ${notMovingOut('app_id')}) LIMIT ?`,
+    )
     .bind(limit)
     .all<{ trans_id: number; item_index: number; staged_key: string }>();
   return results.map((row) => ({ transId: row.trans_id, index: row.item_index, stagedKey: row.staged_key }));
@@ -263,7 +271,7 @@ export async function findStalledItems(db: D1Database, before: string, limit: nu
        WHERE i.state = 'pending' AND (
          (i.started_at IS NOT NULL AND i.started_at < ?1)
          OR (i.started_at IS NULL AND t.start_time < ?1 AND ?3)
-       )
+       ) AND ${notMovingOut('t.app_id')}
        ORDER BY i.trans_id, i.item_index LIMIT ?2`,
     )
     .bind(before, limit, queueIdle ? 1 : 0)
