@@ -23,6 +23,9 @@ const USAGE = `Usage: npm run admin -- <command>
   tune-status <app_id>                      the latest tuning, its state and held-out report
   untune <app_id>                           back to the untuned search
   placement                                 every database and vector index with what it holds (docs/scale.md)
+  move <app_id> <database>                  move the application's catalog to another D1 database (D1_DATABASES);
+                                            its writes are answered busy while its rows are copied
+  move-status <app_id>                      the application's latest move and its progress
 
 Environment: API_URL (default http://127.0.0.1:$PORT; PORT unset: the running npm start's, else 8787), ADMIN_TOKEN
 (default dev-admin-token).`;
@@ -81,6 +84,11 @@ async function main(args: string[]): Promise<number> {
     reply = await adminRequest(config, 'DELETE', `/admin/apps/${encodeURIComponent(rest[0]!)}/tune`);
   } else if (command === 'placement' && rest.length === 0) {
     reply = await adminRequest(config, 'GET', '/admin/placement');
+  } else if (command === 'move' && rest.length === 2) {
+    const [appId, database] = rest;
+    reply = await adminRequest(config, 'POST', `/admin/apps/${encodeURIComponent(appId!)}/move`, { database });
+  } else if (command === 'move-status' && rest.length === 1) {
+    reply = await adminRequest(config, 'GET', `/admin/apps/${encodeURIComponent(rest[0]!)}/move`);
   } else {
     console.error(USAGE);
     return 2;

@@ -40,7 +40,7 @@ import { addLabelledVectors, decodeStatistics, emptyStatistics, encodeProjection
  *
  *   npm run bench -- [--embed-model <id>] [--sizes 1000,10000,100000] [--copies 2] [--images 20] [--rounds 2] [--ingest-rounds 1]
  *   npm run bench -- --only distance     # the distance rows alone (about a minute), written into .local/bench.json's `distance`
- *   npm run bench -- --only rows         # bytes of D1 per image alone (a few minutes), written into .local/bench.json's `rows`
+ *   npm run bench -- --only rows         # bytes of D1 per image, and a move of that application, alone (a few minutes), written into .local/bench.json's `rows`
  *   npm run bench -- --only tuning       # a tuning fit in-process (src/tuning/projection.ts), as its job runs it, printed (not kept)
  *
  * `--embed-model` picks the embedding model timed and inserted with, one the inference service loads
@@ -497,12 +497,13 @@ async function distanceOnly(): Promise<void> {
   console.log(`\n${distanceReport(distance)}\n\n${distance.seconds.toFixed(0)} s in all. JSON: ${path.relative(ROOT, OUT)} (distance)`);
 }
 
-/** `--only rows`: bytes of D1 per image, replacing the `rows` of the last report, the rest of which stays. */
+/** `--only rows`: bytes of D1 per image and a move, replacing the `rows` of the last report, the rest of which stays. */
 async function rowsOnly(): Promise<void> {
   const rows = await measureRows();
   const previous = existsSync(OUT) ? (JSON.parse(readFileSync(OUT, 'utf8')) as Record<string, unknown>) : {};
   writeFileSync(OUT, `${JSON.stringify({ ...previous, rows }, null, 2)}\n`);
-  console.log(`\n| what | measured | target |\n| --- | --- | --- |\n| ${rowsReport(rows).join(' | ')} |\n\n${rows.seconds.toFixed(0)} s in all. JSON: ${path.relative(ROOT, OUT)} (rows)`);
+  const table = rowsReport(rows).map((row) => `| ${row.join(' | ')} |`).join('\n');
+  console.log(`\n| what | measured | target |\n| --- | --- | --- |\n${table}\n\n${rows.seconds.toFixed(0)} s in all. JSON: ${path.relative(ROOT, OUT)} (rows)`);
 }
 
 /** `--only detector`: INFERENCE_DETECTOR's detector in the Hugging Face layout, on each runtime, printed (not kept). */
@@ -690,7 +691,7 @@ async function main(): Promise<void> {
   rows.push(['inference service memory, insert run: peak RSS', mib(throughput.memory.inference), '']);
   rows.push([`Worker (workerd) memory, search run to ${search.results.at(-1)?.size} images: peak RSS`, mib(search.memory.worker), '']);
   rows.push(['inference service memory, search run: peak RSS', mib(search.memory.inference), '']);
-  rows.push(rowsReport(dbRows));
+  rows.push(...rowsReport(dbRows));
 
   const report = {
     date: new Date().toISOString(),

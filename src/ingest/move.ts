@@ -16,8 +16,9 @@ import { formatTimestamp, parseTimestamp } from '../time';
 import { ENDED, nextStep, type JobKind, type JobStep } from './job-step';
 import type { MoveMessage } from './message';
 
-/** Rows copied per step: one D1 batch of single-row inserts. */
+/** Rows copied per D1 batch of single-row inserts, and batches per step: the writes are held while they are copied. */
 const COPY_CHUNK = 200;
+const COPY_BATCHES_PER_STEP = 5;
 /** Rows deleted from the source per step, per table. */
 const CLEAN_CHUNK = 500;
 /** The cleaning pass's first table: query images written to the source since they were copied, copied again. */
@@ -26,9 +27,14 @@ const RECOPY = MOVED_TABLES.length;
 async function copyStep(env: Env, app: AppRecord, move: Move): Promise<JobStep> {
   // The target's copy of the application's row first: its catalog rows name it (storage/apps.ts, anchorApp).
   if (move.tableIndex === 0 && move.cursor === 0) await anchorApp(env, move.toDatabase, app.id, app.embedModel, app.createdAt);
-  const source = databaseNamed(env, move.fromDatabase);
-  const copied = await copyRows(source, databaseNamed(env, move.toDatabase), move.appId, move.tableIndex, move.cursor, COPY_CHUNK);
-  if (copied) return nextStep('now', await advanceMove(env.DB, move, { cursor: copied.cursor, copied: copied.copied }));
+  const [source, target] = [databaseNamed(env, move.fromDatabase), databaseNamed(env, move.toDatabase)];
+  let [cursor, copied] = [move.cursor, 0];
+  for (let batch = 0; batch < COPY_BATCHES_PER_STEP; batch++) {
+    const rows = await copyRows(source, target, move.appId, move.tableIndex, cursor, COPY_CHUNK);
+    if (!rows) break;
+    [cursor, copied] = [rows.cursor, copied + rows.copied];
+  }
+  if (copied > 0) return nextStep('now', await advanceMove(env.DB, move, { cursor, copied }));
   const next = move.tableIndex + 1;
   return nextStep('now', await advanceMove(env.DB, move, next < MOVED_TABLES.length ? { tableIndex: next, cursor: 0 } : { state: 'switching', tableIndex: 0, cursor: 0 }));
 }
