@@ -48,7 +48,7 @@ CREATE TABLE moves (
   app_id TEXT PRIMARY KEY,
   from_database TEXT NOT NULL,
   to_database TEXT NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('copying', 'switching', 'cleaning', 'done', 'failed')),
+  state TEXT NOT NULL CHECK (state IN ('copying', 'cleaning', 'done', 'failed')),
   -- The table being copied or cleaned (its place in src/storage/moves.ts's list) and the last rowid done in it.
   table_index INTEGER NOT NULL DEFAULT 0,
   cursor INTEGER NOT NULL DEFAULT 0,

@@ -94,7 +94,7 @@ async function timeMove(admin: AdminConfig, appId: string): Promise<MoveRun> {
   let heldSeconds: number | undefined;
   for (;;) {
     const { body } = await adminRequest<MoveAnswer>(admin, 'GET', `/admin/apps/${appId}/move`);
-    if (heldSeconds === undefined && !['copying', 'switching'].includes(body.move.state)) heldSeconds = (performance.now() - started) / 1000;
+    if (heldSeconds === undefined && body.move.state !== 'copying') heldSeconds = (performance.now() - started) / 1000;
     if (body.move.state === 'done') return { rows: body.move.rows_copied, heldSeconds: heldSeconds!, seconds: (performance.now() - started) / 1000 };
     if (body.move.state === 'failed' || performance.now() - started > 10 * 60_000) throw new Error(`the move did not finish: ${JSON.stringify(body)}`);
     await new Promise((resolve) => setTimeout(resolve, 250));

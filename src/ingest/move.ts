@@ -18,52 +18,55 @@ import type { MoveMessage } from './message';
 
 /** Rows copied per D1 batch of single-row inserts, and batches per step: the writes are held while they are copied. */
 const COPY_CHUNK = 200;
-const COPY_BATCHES_PER_STEP = 5;
-/** Rows deleted from the source per step, per table. */
+/** D1 round trips a step of the copy or the cleaning makes at most (a table found empty takes one). */
+const QUERIES_PER_STEP = 8;
+/** Rows deleted from the source per statement. */
 const CLEAN_CHUNK = 500;
 /** The cleaning pass's first table: query images written to the source since they were copied, copied again. */
 const RECOPY = MOVED_TABLES.length;
 
+/** The copy, a table after another, up to QUERIES_PER_STEP batches a step; then the switch, in the same step. */
 async function copyStep(env: Env, app: AppRecord, move: Move): Promise<JobStep> {
   // The target's copy of the application's row first: its catalog rows name it (storage/apps.ts, anchorApp).
   if (move.tableIndex === 0 && move.cursor === 0) await anchorApp(env, move.toDatabase, app.id, app.embedModel, app.createdAt);
   const [source, target] = [databaseNamed(env, move.fromDatabase), databaseNamed(env, move.toDatabase)];
-  let [cursor, copied] = [move.cursor, 0];
-  for (let batch = 0; batch < COPY_BATCHES_PER_STEP; batch++) {
-    const rows = await copyRows(source, target, move.appId, move.tableIndex, cursor, COPY_CHUNK);
-    if (!rows) break;
-    [cursor, copied] = [rows.cursor, copied + rows.copied];
+  let { tableIndex, cursor } = move;
+  let copied = 0;
+  for (let query = 0; query < QUERIES_PER_STEP && tableIndex < MOVED_TABLES.length; query++) {
+    const rows = await copyRows(source, target, move.appId, tableIndex, cursor, COPY_CHUNK);
+    if (rows) [cursor, copied] = [rows.cursor, copied + rows.copied];
+    else [tableIndex, cursor] = [tableIndex + 1, 0];
   }
-  if (copied > 0) return nextStep('now', await advanceMove(env.DB, move, { cursor, copied }));
-  const next = move.tableIndex + 1;
-  return nextStep('now', await advanceMove(env.DB, move, next < MOVED_TABLES.length ? { tableIndex: next, cursor: 0 } : { state: 'switching', tableIndex: 0, cursor: 0 }));
+  if (tableIndex < MOVED_TABLES.length) return nextStep('now', await advanceMove(env.DB, move, { tableIndex, cursor, copied }));
+  return switchTo(env, move, copied);
 }
 
 /**
  * Every row is in the target: its numbers go on above the application's, and the application switches in one
  * update. The source's rows stay until no isolate can still read or write them through a cached copy.
  */
-async function switchStep(env: Env, move: Move): Promise<JobStep> {
+async function switchTo(env: Env, move: Move, copied = 0): Promise<JobStep> {
   await raiseSequence(databaseNamed(env, move.fromDatabase), databaseNamed(env, move.toDatabase));
   await setAppDatabase(env.DB, move.appId, move.toDatabase);
   const ttlMs = appCacheTtlMs(env);
   const notBefore = formatTimestamp(new Date(Date.now() + ttlMs));
-  return nextStep('wait', await advanceMove(env.DB, move, { state: 'cleaning', tableIndex: RECOPY, cursor: 0, notBefore }), Math.ceil(ttlMs / 1000) + 1);
+  return nextStep('wait', await advanceMove(env.DB, move, { state: 'cleaning', tableIndex: RECOPY, cursor: 0, copied, notBefore }), Math.ceil(ttlMs / 1000) + 1);
 }
 
+/** The query images again, then the source's rows, last table first (a row goes before those it names); then done. */
 async function cleanStep(env: Env, move: Move): Promise<JobStep> {
   const waitMs = move.notBefore ? parseTimestamp(move.notBefore) - Date.now() : 0;
   if (waitMs > 0) return nextStep('wait', await advanceMove(env.DB, move), Math.ceil(waitMs / 1000));
   const source = databaseNamed(env, move.fromDatabase);
-  if (move.tableIndex === RECOPY) {
-    const copied = await copyRows(source, databaseNamed(env, move.toDatabase), move.appId, QUERY_IMAGES_TABLE, move.cursor, COPY_CHUNK, 'ignore');
-    return nextStep('now', await advanceMove(env.DB, move, copied ? { cursor: copied.cursor } : { tableIndex: MOVED_TABLES.length - 1, cursor: 0 }));
+  let { tableIndex, cursor } = move;
+  for (let query = 0; query < QUERIES_PER_STEP && tableIndex >= 0; query++) {
+    if (tableIndex === RECOPY) {
+      const rows = await copyRows(source, databaseNamed(env, move.toDatabase), move.appId, QUERY_IMAGES_TABLE, cursor, COPY_CHUNK, 'ignore');
+      if (rows) cursor = rows.cursor;
+      else [tableIndex, cursor] = [MOVED_TABLES.length - 1, 0];
+    } else if ((await deleteRows(source, move.appId, tableIndex, CLEAN_CHUNK)) < CLEAN_CHUNK) tableIndex--;
   }
-  if (move.tableIndex >= 0) {
-    // Last table first, so that a row goes before those it names.
-    const deleted = await deleteRows(source, move.appId, move.tableIndex, CLEAN_CHUNK);
-    return nextStep('now', await advanceMove(env.DB, move, deleted < CLEAN_CHUNK ? { tableIndex: move.tableIndex - 1 } : {}));
-  }
+  if (tableIndex >= 0) return nextStep('now', await advanceMove(env.DB, move, { tableIndex, cursor }));
   await unanchorApp(env, move.fromDatabase, move.appId);
   await unfence(source, move.appId);
   await advanceMove(env.DB, move, { state: 'done' });
@@ -74,7 +77,6 @@ async function continueMove(env: Env, app: AppRecord, step: number): Promise<Job
   const move = await getMove(env.DB, app.id);
   if (!move || move.step !== step || !MOVE_UNDER_WAY.includes(move.state)) return ENDED;
   if (move.state === 'copying') return copyStep(env, app, move);
-  if (move.state === 'switching') return switchStep(env, move);
   return cleanStep(env, move);
 }
 

@@ -238,10 +238,10 @@ export const moveResponse = z.object({
   move: z.object({
     from_database: z.string(),
     to_database: z.string(),
-    state: z.enum(['copying', 'switching', 'cleaning', 'done', 'failed']).meta({
+    state: z.enum(['copying', 'cleaning', 'done', 'failed']).meta({
       description:
         "`copying`: its writes are held (answered busy, to be sent again) while its rows are copied, searches read from_database; " +
-        '`switching`; `cleaning`: it is on to_database, its rows in from_database are deleted; `done`; `failed` (see `error`).',
+        '`cleaning`: it is on to_database, its rows in from_database are deleted; `done`; `failed` (see `error`).',
     }),
     rows_copied: z.int(),
     error: z.string().nullable(),

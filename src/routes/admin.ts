@@ -23,7 +23,7 @@ import { fence, getMove, MOVE_UNDER_WAY, startMove, type Move } from '../storage
 import { formatTimestamp } from '../time';
 
 /** The database an application is moving to while its rows are copied: it is not there yet. */
-const movingTo = (move: Move | null): string | undefined => (move && (move.state === 'copying' || move.state === 'switching') ? move.toDatabase : undefined);
+const movingTo = (move: Move | null): string | undefined => (move?.state === 'copying' ? move.toDatabase : undefined);
 
 const describe = (app: AppRecord, moving?: string) => ({
   app_id: app.id,

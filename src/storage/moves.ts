@@ -96,7 +96,7 @@ export async function deleteRows(database: D1Database, appId: string, tableIndex
 }
 
 /** An application's latest move, as the `moves` row of the control database keeps it. */
-export type MoveState = 'copying' | 'switching' | 'cleaning' | 'done' | 'failed';
+export type MoveState = 'copying' | 'cleaning' | 'done' | 'failed';
 export type Move = JobProgress & {
   appId: string;
   fromDatabase: string;
@@ -130,7 +130,7 @@ const toMove = (row: MoveRow): Move => ({
   notBefore: row.not_before,
 });
 
-export const MOVE_UNDER_WAY: readonly MoveState[] = ['copying', 'switching', 'cleaning'];
+export const MOVE_UNDER_WAY: readonly MoveState[] = ['copying', 'cleaning'];
 const UNDER_WAY_SQL = `(${MOVE_UNDER_WAY.map((state) => `'${state}'`).join(', ')})`;
 
 export async function getMove(control: D1Database, appId: string): Promise<Move | null> {
