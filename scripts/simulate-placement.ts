@@ -19,17 +19,22 @@ import { ROOT, useLocalWrangler } from './lib/wrangler-env.ts';
  */
 
 /**
- * D1 bytes an image's catalog rows take before metadata: issue 45's target, a placeholder until `npm run bench`'s
- * measured figure is put here (docs/scale.md).
+ * D1 bytes an image's catalog rows take before metadata, in the steady state: `npm run bench -- --only rows` measured
+ * 416 to 436 (docs/performance.md, "Bytes of D1 per image"); the highest is taken.
  */
-const BYTES_PER_IMAGE = 600;
+const BYTES_PER_IMAGE = 436;
 /**
  * D1 rows written per image copied: the images row and its three indexes (migrations 0001, 0012, 0013); D1 counts
  * each index entry written as a row.
  */
 const ROWS_WRITTEN_PER_IMAGE = 4;
-/** Images a move copies a second into the target database: assumed (batches of 100 rows), not measured. */
-const COPY_IMAGES_PER_SECOND = 2_000;
+/**
+ * A move (src/ingest/move.ts) holds a shop's writes while it copies: a step copies at most 8 batches of 200 rows, and
+ * steps come about a second apart (the queue's batch timeout), so about 1,600 rows a second (an estimate); on top of
+ * that, a fixed cost, measured by `npm run bench -- --only rows` on the local stack: 2.2 s held for a 404-image shop.
+ */
+const COPY_ROWS_PER_SECOND = 1_600;
+const MOVE_FIXED_SECONDS = 2;
 /** Shop sizes: Pareto with this scale and shape (most shops small, a long tail), the rest clipped below the largest. */
 const PARETO = { scale: 200, shape: 0.65, clip: 5_000_000 };
 const LARGEST_SHOP = 10_000_000;
@@ -162,13 +167,15 @@ for (const [group, placed] of Object.entries(largest)) {
   const perIndex = [...new Set(placed)].map((name) => `${name} x${placed.filter((other) => other === name).length}`);
   lines.push(`  ${group.padEnd(8)} ${perIndex.join(', ')}`);
 }
-lines.push(`Moving a shop to another database (copied at ${COPY_IMAGES_PER_SECOND} images/s, assumed; ${ROWS_WRITTEN_PER_IMAGE} D1 rows written an image):`);
+lines.push(
+  `Moving a shop to another database (writes held ${MOVE_FIXED_SECONDS} s + a row per ${COPY_ROWS_PER_SECOND}th of a second, estimated; ${ROWS_WRITTEN_PER_IMAGE} D1 rows written an image):`,
+);
 for (const [label, images] of [
   ['small (p10)', at(0.1)],
   ['median', at(0.5)],
   ['largest', LARGEST_SHOP],
 ] as const) {
-  const seconds = images / COPY_IMAGES_PER_SECOND;
+  const seconds = MOVE_FIXED_SECONDS + images / COPY_ROWS_PER_SECOND;
   const time = seconds < 60 ? `${seconds.toFixed(1)} s` : seconds < 3600 ? `${(seconds / 60).toFixed(1)} min` : `${(seconds / 3600).toFixed(1)} h`;
   lines.push(
     `  ${label.padEnd(12)} ${images.toLocaleString('en').padStart(10)} rows, ${(images * bytesPerImage).toLocaleString('en').padStart(13)} bytes, ${(images * ROWS_WRITTEN_PER_IMAGE).toLocaleString('en').padStart(11)} rows written, ${time}`,

@@ -1,4 +1,5 @@
-import { VECTORIZE_LIMITS } from '../vectorize-limits';
+// With its extension: scripts (the simulation) run this file under Node's type stripping.
+import { VECTORIZE_LIMITS } from '../vectorize-limits.ts';
 
 /**
  * Where an application's shards go among the indexes of one group (a model's image indexes, its object indexes, the
