@@ -65,14 +65,16 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
   const started = await Promise.all(databaseNames(env).map((database) => itemStartedSince(databaseNamed(env, database), before)));
   const queueIdle = !started.includes(true);
   // Each database in turn, each in the bounded batches below; then the staged files, named by applications.
+  const databases: Record<string, DatabaseSwept> = {};
   for (const database of databaseNames(env)) {
-    const { resent, failed } = await sweepDatabase(env, database, now, { before, queueIdle });
-    swept.resent += resent;
-    swept.failed += failed;
+    databases[database] = await sweepDatabase(env, database, now, { before, queueIdle });
+    swept.resent += databases[database].resent;
+    swept.failed += databases[database].failed;
   }
   const orphanedStaged = await deleteOrphanedStaged(env, now);
-  console.log(JSON.stringify({ event: 'sweep_staged', orphanedStaged }));
-  await resumeStalledMoves(env, before);
+  const moves = await resumeStalledMoves(env, before);
+  // One line a run, what it did.
+  console.log(JSON.stringify({ event: 'sweep', databases, orphanedStaged, moves }));
   return swept;
 }
 
@@ -80,8 +82,9 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
  * A move whose step message was lost goes on from its progress in the control database; one that keeps stalling
  * while it copies is given up, and its application's writes resume where it is.
  */
-async function resumeStalledMoves(env: Env, before: string): Promise<void> {
-  for (const move of await stalledMoves(env.DB, before)) {
+async function resumeStalledMoves(env: Env, before: string): Promise<number> {
+  const stalled = await stalledMoves(env.DB, before);
+  for (const move of stalled) {
     if (move.state === 'copying' && move.resumes >= MAX_SWEEPS) {
       const reason = `No progress over ${MAX_SWEEPS} resumes${move.error ? `; the last error: ${move.error}` : ''}.`;
       if (await failMove(env.DB, move.appId, reason)) await unfence(databaseNamed(env, move.fromDatabase), move.appId);
@@ -92,10 +95,14 @@ async function resumeStalledMoves(env: Env, before: string): Promise<void> {
     console.warn(JSON.stringify({ event: 'move_resumed', appId: move.appId, step }));
     if (step !== null) await sendJobMessage(env.INSERT_QUEUE, { move: move.appId, step });
   }
+  return stalled.length;
 }
 
-/** One database's part of a sweep, logged in one line. */
-async function sweepDatabase(env: Env, database: string, now: Date, { before, queueIdle }: { before: string; queueIdle: boolean }): Promise<{ resent: number; failed: number }> {
+/** What a sweep did in one database: items sent again and failed, vector records rewritten, rows deleted. */
+type DatabaseSwept = Record<'resent' | 'failed' | 'staleRewritten' | 'staleFailed' | 'retired' | 'retiredFailed' | 'queryImages' | 'transactions', number>;
+
+/** One database's part of a sweep. */
+async function sweepDatabase(env: Env, database: string, now: Date, { before, queueIdle }: { before: string; queueIdle: boolean }): Promise<DatabaseSwept> {
   const db = databaseNamed(env, database);
   const stalled = (await findStalledItems(db, before, ITEMS_PER_RUN, queueIdle)).map((item) => ({ ...item, database }));
   const exhausted = stalled.filter((item) => item.sweeps >= MAX_SWEEPS);
@@ -150,9 +157,5 @@ async function sweepDatabase(env: Env, database: string, now: Date, { before, qu
   // After the staged files are released: a transaction whose files are still staged is kept.
   const kept = formatTimestamp(new Date(now.getTime() - insertStatusRetentionHours(env) * 3_600_000));
   const transactions = await deleteFinishedTransactions(db, kept, TRANSACTIONS_PER_RUN);
-  // One line a run, what it did.
-  console.log(
-    JSON.stringify({ event: 'sweep', database, resent: resend.length, failed: exhausted.length, staleRewritten: stale.rewritten, staleFailed: stale.failed, retired: retired.deleted, retiredFailed: retired.failed, queryImages, transactions }),
-  );
-  return { resent: resend.length, failed: exhausted.length };
+  return { resent: resend.length, failed: exhausted.length, staleRewritten: stale.rewritten, staleFailed: stale.failed, retired: retired.deleted, retiredFailed: retired.failed, queryImages, transactions };
 }
