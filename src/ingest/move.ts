@@ -10,11 +10,12 @@ import type { Env } from '../env';
 import { appCacheTtlMs } from '../storage/app-cache';
 import { anchorApp, setAppDatabase, unanchorApp, type AppRecord } from '../storage/apps';
 import { databaseNamed } from '../storage/databases';
-import { advanceMove, copyRows, deleteRows, getMove, MOVE_UNDER_WAY, MOVED_TABLES, noteMoveError, QUERY_IMAGES_TABLE, unfence, type Move } from '../storage/moves';
+import { advanceMove, copyRows, deleteRows, fence, getMove, MOVE_UNDER_WAY, MOVED_TABLES, noteMoveError, QUERY_IMAGES_TABLE, unfence, type Move } from '../storage/moves';
 import { raiseSequence } from '../storage/sequence';
+import { pendingItemsAfter } from '../storage/transactions';
 import { formatTimestamp, parseTimestamp } from '../time';
 import { ENDED, nextStep, type JobKind, type JobStep } from './job-step';
-import type { MoveMessage } from './message';
+import { sendInsertMessages, type MoveMessage } from './message';
 
 /** Rows copied per D1 batch of single-row inserts, and batches per step: the writes are held while they are copied. */
 const COPY_CHUNK = 200;
@@ -22,14 +23,31 @@ const COPY_CHUNK = 200;
 const QUERIES_PER_STEP = 8;
 /** Rows deleted from the source per statement. */
 const CLEAN_CHUNK = 500;
-/** The cleaning pass's first table: query images written to the source since they were copied, copied again. */
+/** The cleaning's passes before the source's rows are deleted, last table first (`tableIndex` counts down to -1). */
 const RECOPY = MOVED_TABLES.length;
+const RESEND = MOVED_TABLES.length + 1;
+/** Messages sent per query of the items pending in the target. */
+const RESEND_CHUNK = 100;
+
+/**
+ * Before the first row is copied: the fence stands (set again, in case the request that set it died before), the
+ * target has the application's row, and nothing of it (what a move there given up left); true once all that is so.
+ */
+async function prepareTarget(env: Env, app: AppRecord, move: Move, source: D1Database, target: D1Database): Promise<boolean> {
+  await fence(source, app.id, formatTimestamp());
+  // Its catalog rows name it (storage/apps.ts, anchorApp).
+  await anchorApp(env, move.toDatabase, app.id, app.embedModel, app.createdAt);
+  let emptied = true;
+  for (let table = MOVED_TABLES.length - 1; table >= 0; table--) {
+    if ((await deleteRows(target, app.id, table, CLEAN_CHUNK)) === CLEAN_CHUNK) emptied = false;
+  }
+  return emptied;
+}
 
 /** The copy, a table after another, up to QUERIES_PER_STEP batches a step; then the switch, in the same step. */
 async function copyStep(env: Env, app: AppRecord, move: Move): Promise<JobStep> {
-  // The target's copy of the application's row first: its catalog rows name it (storage/apps.ts, anchorApp).
-  if (move.tableIndex === 0 && move.cursor === 0) await anchorApp(env, move.toDatabase, app.id, app.embedModel, app.createdAt);
   const [source, target] = [databaseNamed(env, move.fromDatabase), databaseNamed(env, move.toDatabase)];
+  if (move.tableIndex === 0 && move.cursor === 0 && !(await prepareTarget(env, app, move, source, target))) return nextStep('now', await advanceMove(env.DB, move));
   let { tableIndex, cursor } = move;
   let copied = 0;
   for (let query = 0; query < QUERIES_PER_STEP && tableIndex < MOVED_TABLES.length; query++) {
@@ -50,17 +68,26 @@ async function switchTo(env: Env, move: Move, copied = 0): Promise<JobStep> {
   await setAppDatabase(env.DB, move.appId, move.toDatabase);
   const ttlMs = appCacheTtlMs(env);
   const notBefore = formatTimestamp(new Date(Date.now() + ttlMs));
-  return nextStep('wait', await advanceMove(env.DB, move, { state: 'cleaning', tableIndex: RECOPY, cursor: 0, copied, notBefore }), Math.ceil(ttlMs / 1000) + 1);
+  return nextStep('wait', await advanceMove(env.DB, move, { state: 'cleaning', tableIndex: RESEND, cursor: 0, copied, notBefore }), Math.ceil(ttlMs / 1000) + 1);
 }
 
-/** The query images again, then the source's rows, last table first (a row goes before those it names); then done. */
+/**
+ * Once no isolate can still write to the source: a message for each item pending in the target (one whose message
+ * came back to the source after the source's copy was deleted would otherwise wait for the sweeper), the query images
+ * again, then the source's rows, last table first (a row goes before those it names); then done.
+ */
 async function cleanStep(env: Env, move: Move): Promise<JobStep> {
   const waitMs = move.notBefore ? parseTimestamp(move.notBefore) - Date.now() : 0;
   if (waitMs > 0) return nextStep('wait', await advanceMove(env.DB, move), Math.ceil(waitMs / 1000));
   const source = databaseNamed(env, move.fromDatabase);
   let { tableIndex, cursor } = move;
   for (let query = 0; query < QUERIES_PER_STEP && tableIndex >= 0; query++) {
-    if (tableIndex === RECOPY) {
+    if (tableIndex === RESEND) {
+      const pending = await pendingItemsAfter(databaseNamed(env, move.toDatabase), move.appId, cursor, RESEND_CHUNK);
+      if (pending.length > 0) await sendInsertMessages(env.INSERT_QUEUE, pending.map(({ transId, index }) => ({ transId, index, database: move.toDatabase })));
+      if (pending.length === RESEND_CHUNK) cursor = pending.at(-1)!.rowid;
+      else [tableIndex, cursor] = [RECOPY, 0];
+    } else if (tableIndex === RECOPY) {
       const rows = await copyRows(source, databaseNamed(env, move.toDatabase), move.appId, QUERY_IMAGES_TABLE, cursor, COPY_CHUNK, 'ignore');
       if (rows) cursor = rows.cursor;
       else [tableIndex, cursor] = [MOVED_TABLES.length - 1, 0];

@@ -279,6 +279,18 @@ export async function findStalledItems(db: D1Database, before: string, limit: nu
   return results.map((row) => ({ transId: row.trans_id, index: row.item_index, sweeps: row.sweeps }));
 }
 
+/** The application's pending items after rowid `after`, oldest first: each with its rowid, the next call's `after`. */
+export async function pendingItemsAfter(db: D1Database, appId: string, after: number, limit: number): Promise<{ transId: number; index: number; rowid: number }[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT i.rowid AS item_rowid, i.trans_id, i.item_index FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
+       WHERE t.app_id = ? AND i.state = 'pending' AND i.rowid > ? ORDER BY i.rowid LIMIT ?`,
+    )
+    .bind(appId, after, limit)
+    .all<{ item_rowid: number; trans_id: number; item_index: number }>();
+  return results.map((row) => ({ transId: row.trans_id, index: row.item_index, rowid: row.item_rowid }));
+}
+
 /** Counts a re-send of each item, which is queued again: not started until a consumer takes the new message. */
 export async function recordSweep(db: D1Database, items: StalledItem[]): Promise<void> {
   if (items.length === 0) return;

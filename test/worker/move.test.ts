@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { shapeCatalog } from '@edge-image-search/devtools/shape-catalog';
-import { MOVED_TABLES } from '../../src/storage/moves';
+import { copyRows, MOVED_TABLES } from '../../src/storage/moves';
 import { adminHeaders, basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, search, waitForTransaction, type Credentials } from './helpers';
 
 /**
@@ -132,6 +132,28 @@ describe('moving an application to another database', () => {
     expect((await insertAndWait(app, [{ im_name: 's3', v: '9' }])).fail_count).toBe(0);
     const after = await database(to).prepare("SELECT metadata FROM images WHERE app_id = ? AND im_name = 's3'").bind(app.app_id).first<string>('metadata');
     expect(Number((JSON.parse(after!) as { v: string | number }).v)).toBe(9);
+  });
+
+  it('leaves nothing in the target of what a move given up copied there before', async () => {
+    const app = await createApp('moving-again', SCHEMA);
+    expect((await insertAndWait(app, ['a', 'b', 'c'].map((name, k) => ({ im_name: name, im_url: urlOf(k), v: '1' })))).fail_count).toBe(0);
+    const from = (await placementOf(app)).database;
+    const to = DATABASES.find((name) => name !== from)!;
+    // What a move given up mid-copy leaves in the target: its copies of the images as they were then.
+    const images = MOVED_TABLES.findIndex(({ table }) => table === 'images');
+    await database(to).prepare("INSERT OR IGNORE INTO apps (id, name, access_key, secret_key_hash, app_key_hash, created_at) VALUES (?1, '', ?1, '', ?1, '')").bind(app.app_id).run();
+    expect((await copyRows(database(from), database(to), app.app_id, images, 0, 100))?.copied).toBe(3);
+    const removed = await (await call('/remove', { method: 'POST', headers: basicAuth(app), body: new URLSearchParams({ 'im_name[0]': 'b' }) })).json<{ status: string }>();
+    expect(removed.status).toBe('OK');
+
+    expect((await startMove(app, { database: to })).status).toBe(202);
+    for (let k = 0; (await moveOf(app)).move.state !== 'done'; k++) {
+      expect(k).toBeLessThan(240);
+      await sleep(500);
+    }
+    const { results } = await database(to).prepare('SELECT im_name FROM images WHERE app_id = ? ORDER BY im_name').bind(app.app_id).all<{ im_name: string }>();
+    expect(results.map((row) => row.im_name)).toEqual(['a', 'c']);
+    expect((await search(app, 'im_name=b')).body.status).toBe('fail');
   });
 
   it('refuses a database it is on, or one not listed', async () => {
