@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { EmbedModelIndexes } from '../../src/storage/embed-models.ts';
@@ -65,15 +65,23 @@ const CHOSEN_MODELS_TIMEOUT_MS = 30 * 60_000;
  * the inference service with a fresh shared secret, then `wrangler dev` (local D1, R2, Queues and vector index), and
  * resolves once the Worker answers. Used by `npm start`, `npm run eval` and `npm run bench`.
  */
+/** Applies every migration to the local D1 database `database` (its wrangler.toml name). */
+function migrate(database: string, persist: string[], output: number | 'inherit'): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(wranglerBin, ['d1', 'migrations', 'apply', database, '--local', ...persist], { stdio: ['ignore', output, output], cwd: ROOT });
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`applying the D1 migrations to ${database} failed`))));
+  });
+}
+
 export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
   useLocalWrangler();
   const persist = options.persistTo ? ['--persist-to', options.persistTo] : [];
   const output = options.log ?? 'inherit';
-  // Each local database (wrangler.toml: DB and DB_2) gets every migration.
-  for (const database of ['image-search', 'image-search-2']) {
-    const migrate = spawnSync(wranglerBin, ['d1', 'migrations', 'apply', database, '--local', ...persist], { stdio: ['ignore', output, output], cwd: ROOT });
-    if (migrate.status !== 0) throw new Error(`applying the D1 migrations to ${database} failed`);
-  }
+  // Each local database (wrangler.toml: DB and DB_2) gets every migration, side by side and while the inference
+  // service loads: a wrangler process takes about 13 s here.
+  const migrated = Promise.all(['image-search', 'image-search-2'].map((database) => migrate(database, persist, output)));
+  migrated.catch(() => {});
 
   const chosen = options.embedModels ?? (process.env.INFERENCE_EMBED_MODELS || undefined);
   console.log(
@@ -85,6 +93,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const inferenceSecret = randomBytes(16).toString('hex');
   const inference = await startInference(options.inferencePort, { secret: inferenceSecret, embedModels: chosen, ...(chosen && { timeoutMs: CHOSEN_MODELS_TIMEOUT_MS }), output: options.log });
   const inferenceUrl = `http://127.0.0.1:${options.inferencePort}`;
+  await migrated.catch((error: unknown) => {
+    inference.kill('SIGTERM');
+    throw error;
+  });
 
   const { served, models: embedModels, defaultModel: defaultEmbedModel } = await workerEmbedModels(inferenceUrl, chosen !== undefined).catch((error: unknown) => {
     inference.kill('SIGTERM');
