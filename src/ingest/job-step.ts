@@ -1,5 +1,5 @@
 /**
- * The one shape of the admin jobs (a reindex, a tuning): progress lives in D1, and each step, a queue message, runs
+ * The one shape of the admin jobs (a reindex, a tuning, a move): progress lives in D1, and each step, a queue message, runs
  * bounded work and sends the next. Each message carries its step's number: a superseded chain of messages (a
  * redelivery, a resume by the sweeper) stops at its next step, because the job's row has moved on.
  */
@@ -17,23 +17,40 @@ export const ENDED: JobStep = { next: 'ended' };
 export const nextStep = (next: 'now' | 'wait', step: number | null, delaySeconds?: number): JobStep =>
   step === null ? ENDED : { next, step, ...(delaySeconds !== undefined && { delaySeconds }) };
 
-/** A job's kind as its message names it, what a step does, and where a step's error is kept for the job's status. */
-export type JobKind<M extends JobMessage> = {
+/** Sweeps a job may stall through before the sweeper gives it up, where giving up is possible. */
+export const MAX_RESUMES = 3;
+
+/** A job under way that made no progress for a while: its message was lost or dead-lettered (sweeper.ts). */
+export type StalledJob = { appId: string; resumes: number; error: string | null };
+
+/**
+ * A job's kind as its message names it, what a step does, where its rows are (each application's catalog database,
+ * or the control database), where a step's error is kept for the job's status, and how the sweeper finds and goes
+ * on with one that stalled.
+ */
+export type JobKind<M extends JobMessage, S extends StalledJob = StalledJob> = {
   name: string;
   appOf: (body: M) => string;
   message: (appId: string, step: number) => M;
   run: (env: Env, app: AppRecord, step: number) => Promise<JobStep>;
-  /** Keeps a step's error in the job's row, in the application's catalog database. */
+  rowsIn: 'catalog' | 'control';
   noteError: (db: D1Database, appId: string, error: string) => Promise<void>;
+  /** Its jobs in `db` under way and unchanged since `before`. */
+  stalled: (db: D1Database, before: string) => Promise<S[]>;
+  /** Goes on with a stalled job, or gives it up: the step to send, or null for none. */
+  recover: (env: Env, db: D1Database, job: S) => Promise<number | null>;
 };
 
+/** Why a job is given up after stalling: its resumes, and the last step's error. */
+export const stalledReason = (job: StalledJob): string => `No progress over ${MAX_RESUMES} resumes${job.error ? `; the last error: ${job.error}` : ''}.`;
+
 /** A job step's message: runs the step and sends the next; busy and transient failures as retry-policy.ts says. */
-export async function handleJobMessage<M extends JobMessage>(env: Env, message: Message<M>, kind: JobKind<M>): Promise<void> {
+export async function handleJobMessage<M extends JobMessage, S extends StalledJob>(env: Env, message: Message<M>, kind: JobKind<M, S>): Promise<void> {
   const appId = kind.appOf(message.body);
   const { step } = message.body;
   let app: AppRecord | null = null;
   try {
-    // Read each step: the job's row is in the application's catalog database.
+    // Read each step: a catalog job's row is in the application's catalog database.
     app = await getApp(env.DB, appId);
     if (!app) {
       message.ack();
@@ -48,7 +65,7 @@ export async function handleJobMessage<M extends JobMessage>(env: Env, message: 
     // Past max_retries the dead-letter consumer drops it; the sweeper resumes the stalled job (sweeper.ts).
     await tryAgainLater(env.INSERT_QUEUE, message, error, async () => {
       console.error(JSON.stringify({ event: `${kind.name}_step_error`, appId, step, attempt: message.attempts, error: String(error) }));
-      if (app) await kind.noteError(catalogDatabase(env, app), appId, String(error)).catch(() => undefined);
+      if (app) await kind.noteError(kind.rowsIn === 'catalog' ? catalogDatabase(env, app) : env.DB, appId, String(error)).catch(() => undefined);
     });
   }
 }

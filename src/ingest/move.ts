@@ -10,11 +10,26 @@ import type { Env } from '../env';
 import { appCacheTtlMs } from '../storage/app-cache';
 import { anchorApp, setAppDatabase, unanchorApp, type AppRecord } from '../storage/apps';
 import { databaseNamed } from '../storage/databases';
-import { advanceMove, copyRows, deleteRows, fence, getMove, MOVE_UNDER_WAY, MOVED_TABLES, noteMoveError, QUERY_IMAGES_TABLE, unfence, type Move } from '../storage/moves';
+import {
+  advanceMove,
+  copyRows,
+  deleteRows,
+  failMove,
+  fence,
+  getMove,
+  MOVE_UNDER_WAY,
+  MOVED_TABLES,
+  noteMoveError,
+  QUERY_IMAGES_TABLE,
+  resumeMove,
+  stalledMoves,
+  unfence,
+  type Move,
+} from '../storage/moves';
 import { raiseSequence } from '../storage/sequence';
 import { pendingItemsAfter } from '../storage/transactions';
 import { formatTimestamp, parseTimestamp } from '../time';
-import { ENDED, nextStep, type JobKind, type JobStep } from './job-step';
+import { ENDED, MAX_RESUMES, nextStep, stalledReason, type JobKind, type JobStep } from './job-step';
 import { sendInsertMessages, type MoveMessage } from './message';
 
 /** Rows copied per D1 batch of single-row inserts, and batches per step: the writes are held while they are copied. */
@@ -107,10 +122,18 @@ async function continueMove(env: Env, app: AppRecord, step: number): Promise<Job
   return cleanStep(env, move);
 }
 
-export const MOVE_JOB: JobKind<MoveMessage> = {
+export const MOVE_JOB: JobKind<MoveMessage, Move> = {
   name: 'move',
   appOf: (body) => body.move,
   message: (move, step) => ({ move, step }),
   run: continueMove,
+  rowsIn: 'control',
   noteError: noteMoveError,
+  stalled: stalledMoves,
+  // One that keeps stalling while it copies is given up, its fence lifted: the application's writes go on where it is.
+  async recover(env, control, move) {
+    if (move.state !== 'copying' || move.resumes < MAX_RESUMES) return resumeMove(control, move.appId);
+    if (await failMove(control, move.appId, stalledReason(move))) await unfence(databaseNamed(env, move.fromDatabase), move.appId);
+    return null;
+  },
 };

@@ -25,6 +25,8 @@ import {
   oldModelWritesPending,
   markReembedded,
   noteReindexError,
+  resumeReindex,
+  stalledReindexes,
   switchToNewModel,
   writeTargets,
   type ImageToReembed,
@@ -32,7 +34,7 @@ import {
 } from '../storage/reindexes';
 import { deleteEmbeddings, deleteEmbeddingsExcept, imageVectors, objectVectors, vectorMetadata, writeEmbedding } from '../storage/vectors';
 import { embeddingMismatch } from './embedding-mismatch';
-import { ENDED, nextStep, type JobKind, type JobStep } from './job-step';
+import { ENDED, MAX_RESUMES, nextStep, stalledReason, type JobKind, type JobStep } from './job-step';
 import type { ReindexMessage } from './message';
 import { DEFER_SECONDS } from './retry-policy';
 
@@ -132,10 +134,18 @@ export async function continueReindex(env: Env, app: AppRecord, step: number): P
 }
 
 /** The reindex as a job (ingest/job-step.ts). */
-export const REINDEX_JOB: JobKind<ReindexMessage> = {
+export const REINDEX_JOB: JobKind<ReindexMessage, Reindex> = {
   name: 'reindex',
   appOf: (body) => body.reindex,
   message: (reindex, step) => ({ reindex, step }),
   run: continueReindex,
+  rowsIn: 'catalog',
   noteError: noteReindexError,
+  stalled: stalledReindexes,
+  // One that keeps stalling while it embeds fails, the application staying on its model; its retire pass goes on.
+  async recover(_env, db, reindex) {
+    if (reindex.state !== 'embedding' || reindex.resumes < MAX_RESUMES) return resumeReindex(db, reindex.appId, true);
+    await failReindex(db, reindex.appId, stalledReason(reindex));
+    return null;
+  },
 };

@@ -1,4 +1,3 @@
-import { failMove, resumeMove, stalledMoves, unfence } from '../storage/moves';
 import type { Env } from '../env';
 import { deleteExpiredQueryImages } from '../storage/query-images';
 import { getSchema } from '../storage/apps';
@@ -10,9 +9,12 @@ import { formatTimestamp } from '../time';
 import { databaseNamed, databaseNames } from '../storage/databases';
 import { failForGood } from './dead-letters';
 import { deleteOrphanedStaged, deleteSettledStaged } from './staged-uploads';
-import { MAX_MESSAGES_PER_SEND, sendInsertMessages, sendJobMessage } from './message';
-import { writeTargets, failReindex, resumeReindex, stalledReindexes } from '../storage/reindexes';
-import { failTuning, resumeTuning, stalledTunings } from '../storage/tunings';
+import type { JobKind, StalledJob } from './job-step';
+import { MAX_MESSAGES_PER_SEND, sendInsertMessages, sendJobMessage, type JobMessage } from './message';
+import { MOVE_JOB } from './move';
+import { REINDEX_JOB } from './reindex';
+import { TUNING_JOB } from './tuning';
+import { writeTargets } from '../storage/reindexes';
 import { replaceVectorMetadata, vectorMetadata } from '../storage/vectors';
 
 /**
@@ -72,34 +74,40 @@ export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent
     swept.failed += databases[database].failed;
   }
   const orphanedStaged = await deleteOrphanedStaged(env, now);
-  const moves = await resumeStalledMoves(env, before);
+  const jobs = await recoverStalledJobs(env, 'control', env.DB, before);
   // One line a run, what it did.
-  console.log(JSON.stringify({ event: 'sweep', databases, orphanedStaged, moves }));
+  console.log(JSON.stringify({ event: 'sweep', databases, orphanedStaged, jobs }));
   return swept;
 }
 
-/**
- * A move whose step message was lost goes on from its progress in the control database; one that keeps stalling
- * while it copies is given up, and its application's writes resume where it is.
- */
-async function resumeStalledMoves(env: Env, before: string): Promise<number> {
-  const stalled = await stalledMoves(env.DB, before);
-  for (const move of stalled) {
-    if (move.state === 'copying' && move.resumes >= MAX_SWEEPS) {
-      const reason = `No progress over ${MAX_SWEEPS} resumes${move.error ? `; the last error: ${move.error}` : ''}.`;
-      if (await failMove(env.DB, move.appId, reason)) await unfence(databaseNamed(env, move.fromDatabase), move.appId);
-      console.warn(JSON.stringify({ event: 'move_failed', appId: move.appId }));
-      continue;
-    }
-    const step = await resumeMove(env.DB, move.appId);
-    console.warn(JSON.stringify({ event: 'move_resumed', appId: move.appId, step }));
-    if (step !== null) await sendJobMessage(env.INSERT_QUEUE, { move: move.appId, step });
-  }
-  return stalled.length;
+/** Sends on each of a kind's jobs that stalled in `db` (or gives it up): how many there were. */
+function recoveryOf<M extends JobMessage, S extends StalledJob>(kind: JobKind<M, S>) {
+  return {
+    rowsIn: kind.rowsIn,
+    async recover(env: Env, db: D1Database, before: string): Promise<number> {
+      const stalled = await kind.stalled(db, before);
+      for (const job of stalled) {
+        const step = await kind.recover(env, db, job);
+        console.warn(JSON.stringify({ event: `${kind.name}_resumed`, appId: job.appId, step }));
+        if (step !== null) await sendJobMessage(env.INSERT_QUEUE, kind.message(job.appId, step));
+      }
+      return stalled.length;
+    },
+  };
 }
 
-/** What a sweep did in one database: items sent again and failed, vector records rewritten, rows deleted. */
-type DatabaseSwept = Record<'resent' | 'failed' | 'staleRewritten' | 'staleFailed' | 'retired' | 'retiredFailed' | 'queryImages' | 'transactions', number>;
+/** The admin jobs' kinds (ingest/job-step.ts), whose stalled jobs each sweep sends on. */
+const JOB_RECOVERIES = [recoveryOf(REINDEX_JOB), recoveryOf(TUNING_JOB), recoveryOf(MOVE_JOB)];
+
+/** The stalled jobs of every kind whose rows are `rowsIn`, in `db`, sent on: how many. */
+async function recoverStalledJobs(env: Env, rowsIn: 'catalog' | 'control', db: D1Database, before: string): Promise<number> {
+  let stalled = 0;
+  for (const recovery of JOB_RECOVERIES.filter((each) => each.rowsIn === rowsIn)) stalled += await recovery.recover(env, db, before);
+  return stalled;
+}
+
+/** What a sweep did in one database: items sent again and failed, stalled jobs sent on, vector records rewritten, rows deleted. */
+type DatabaseSwept = Record<'resent' | 'failed' | 'jobs' | 'staleRewritten' | 'staleFailed' | 'retired' | 'retiredFailed' | 'queryImages' | 'transactions', number>;
 
 /** One database's part of a sweep. */
 async function sweepDatabase(env: Env, database: string, now: Date, { before, queueIdle }: { before: string; queueIdle: boolean }): Promise<DatabaseSwept> {
@@ -114,24 +122,8 @@ async function sweepDatabase(env: Env, database: string, now: Date, { before, qu
     await sendInsertMessages(env.INSERT_QUEUE, chunk);
     await recordSweep(db, chunk);
   }
-  // A reindex whose step message was lost or dead-lettered goes on from its progress in D1, unless it keeps stalling.
-  for (const reindex of await stalledReindexes(db, before)) {
-    if (reindex.state === 'embedding' && reindex.resumes >= MAX_SWEEPS) {
-      await failReindex(db, reindex.appId, `No progress over ${MAX_SWEEPS} resumes${reindex.error ? `; the last error: ${reindex.error}` : ''}.`);
-      continue;
-    }
-    const step = await resumeReindex(db, reindex.appId, true);
-    console.warn(JSON.stringify({ event: 'reindex_resumed', appId: reindex.appId, step }));
-    if (step !== null) await sendJobMessage(env.INSERT_QUEUE, { reindex: reindex.appId, step });
-  }
-  // A tuning likewise; one that keeps stalling while it is made is failed (its vectors then retired).
-  for (const tuning of await stalledTunings(db, before)) {
-    const giveUp = tuning.state !== 'retiring' && tuning.resumes >= MAX_SWEEPS;
-    const reason = `No progress over ${MAX_SWEEPS} resumes${tuning.error ? `; the last error: ${tuning.error}` : ''}.`;
-    const step = giveUp ? await failTuning(db, tuning.appId, reason) : await resumeTuning(db, tuning.appId);
-    console.warn(JSON.stringify({ event: giveUp ? 'tuning_failed' : 'tuning_resumed', appId: tuning.appId, step }));
-    if (step !== null) await sendJobMessage(env.INSERT_QUEUE, { tuning: tuning.appId, step });
-  }
+  // A job whose step message was lost or dead-lettered goes on from its progress in D1, unless it keeps stalling.
+  const jobs = await recoverStalledJobs(env, 'catalog', db, before);
   const stale = { rewritten: 0, failed: 0 };
   for (const record of await staleVectorsLeft(db, STALE_PER_RUN, now)) {
     await rewriteStaleVectors(env, database, record).then(
@@ -157,5 +149,5 @@ async function sweepDatabase(env: Env, database: string, now: Date, { before, qu
   // After the staged files are released: a transaction whose files are still staged is kept.
   const kept = formatTimestamp(new Date(now.getTime() - insertStatusRetentionHours(env) * 3_600_000));
   const transactions = await deleteFinishedTransactions(db, kept, TRANSACTIONS_PER_RUN);
-  return { resent: resend.length, failed: exhausted.length, staleRewritten: stale.rewritten, staleFailed: stale.failed, retired: retired.deleted, retiredFailed: retired.failed, queryImages, transactions };
+  return { resent: resend.length, failed: exhausted.length, jobs, staleRewritten: stale.rewritten, staleFailed: stale.failed, retired: retired.deleted, retiredFailed: retired.failed, queryImages, transactions };
 }

@@ -24,6 +24,8 @@ import {
   imagesForTuning,
   labelsOf,
   noteTuningError,
+  resumeTuning,
+  stalledTunings,
   type Tuning,
   type TuningImage,
 } from '../storage/tunings';
@@ -32,7 +34,7 @@ import type { VectorIndex, VectorRecord } from '../ports/vector-index/types';
 import { parseTimestamp } from '../time';
 import { HELD_OUT_EVERY, isHeldOut } from '../tuning/held-out';
 import { addLabelledVectors, emptyStatistics, fitProjection, projectVector } from '../tuning/projection';
-import { ENDED, nextStep, type JobKind, type JobStep } from './job-step';
+import { ENDED, MAX_RESUMES, nextStep, stalledReason, type JobKind, type JobStep } from './job-step';
 import type { TuningMessage } from './message';
 
 /** Images whose stored vectors one fitting step reads. */
@@ -242,10 +244,15 @@ export async function continueTuning(env: Env, app: AppRecord, step: number): Pr
 }
 
 /** The tuning as a job (ingest/job-step.ts). */
-export const TUNING_JOB: JobKind<TuningMessage> = {
+export const TUNING_JOB: JobKind<TuningMessage, Tuning> = {
   name: 'tuning',
   appOf: (body) => body.tuning,
   message: (tuning, step) => ({ tuning, step }),
   run: continueTuning,
+  rowsIn: 'catalog',
   noteError: noteTuningError,
+  stalled: stalledTunings,
+  // One that keeps stalling while it is made fails, its vectors then retired (the step sent is the retire pass's).
+  recover: (_env, db, tuning) =>
+    tuning.state !== 'retiring' && tuning.resumes >= MAX_RESUMES ? failTuning(db, tuning.appId, stalledReason(tuning)) : resumeTuning(db, tuning.appId),
 };

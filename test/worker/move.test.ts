@@ -1,8 +1,10 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { shapeCatalog } from '@edge-image-search/devtools/shape-catalog';
-import { copyRows, MOVED_TABLES } from '../../src/storage/moves';
-import { adminHeaders, basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, search, waitForTransaction, type Credentials } from './helpers';
+import { STALL_MINUTES } from '../../src/ingest/sweeper';
+import { copyRows, fence, MOVED_TABLES, startMove as startMoveRow } from '../../src/storage/moves';
+import { formatTimestamp } from '../../src/time';
+import { adminHeaders, basicAuth, call, createApp, fixtureUrl, insert, insertAndWait, runSweeper, search, waitForTransaction, type Credentials } from './helpers';
 
 /**
  * Moving an application to another D1 database while it keeps serving (issue 45; ingest/move.ts): its writes are
@@ -154,6 +156,25 @@ describe('moving an application to another database', () => {
     const { results } = await database(to).prepare('SELECT im_name FROM images WHERE app_id = ? ORDER BY im_name').bind(app.app_id).all<{ im_name: string }>();
     expect(results.map((row) => row.im_name)).toEqual(['a', 'c']);
     expect((await search(app, 'im_name=b')).body.status).toBe('fail');
+  });
+
+  it('is resumed by the sweeper when its message was lost, and finishes', async () => {
+    const app = await createApp('moving-lost', SCHEMA);
+    expect((await insertAndWait(app, [{ im_name: 'a', im_url: urlOf(0), v: '1' }])).fail_count).toBe(0);
+    const from = (await placementOf(app)).database;
+    const to = DATABASES.find((name) => name !== from)!;
+    // Begun, fenced, without its first message, and not moved for longer than a stall.
+    expect(await startMoveRow(env.DB, app.app_id, from, to)).not.toBeNull();
+    await fence(database(from), app.app_id, formatTimestamp());
+    const ago = formatTimestamp(new Date(Date.now() - (STALL_MINUTES + 1) * 60_000));
+    await env.DB.prepare('UPDATE moves SET updated_at = ? WHERE app_id = ?').bind(ago, app.app_id).run();
+    await runSweeper();
+    for (let k = 0; (await moveOf(app)).move.state !== 'done'; k++) {
+      expect(k).toBeLessThan(240);
+      await sleep(500);
+    }
+    expect(await placementOf(app)).toEqual(expect.objectContaining({ database: to }));
+    expect((await search(app, 'im_name=a')).body.status).toBe('OK');
   });
 
   it('refuses a database it is on, or one not listed', async () => {
