@@ -1,7 +1,7 @@
 /**
- * The one shape of the admin jobs (a reindex, a tuning, a move): progress lives in D1, and each step, a queue message, runs
- * bounded work and sends the next. Each message carries its step's number: a superseded chain of messages (a
- * redelivery, a resume by the sweeper) stops at its next step, because the job's row has moved on.
+ * The one shape of the admin jobs (a reindex, a tuning, a move): progress lives in D1, and each step, a queue
+ * message, runs bounded work and sends the next. Each message carries its step's number: a superseded chain of
+ * messages (a redelivery, a resume by the sweeper) stops at its next step, because the job's row has moved on.
  */
 import type { Env } from '../env';
 import { getApp, type AppRecord } from '../storage/apps';
