@@ -78,9 +78,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   useLocalWrangler();
   const persist = options.persistTo ? ['--persist-to', options.persistTo] : [];
   const output = options.log ?? 'inherit';
-  // Each local database (wrangler.toml: DB and DB_2) gets every migration, side by side and while the inference
-  // service loads: a wrangler process takes about 13 s here.
-  const migrated = Promise.all(['image-search', 'image-search-2'].map((database) => migrate(database, persist, output)));
+  // Each local database (wrangler.toml: DB and DB_2) gets every migration, while the inference service loads: one
+  // database after the other, as two wrangler processes on one state folder find its SQLite files locked.
+  const migrated = (async () => {
+    for (const database of ['image-search', 'image-search-2']) await migrate(database, persist, output);
+  })();
   migrated.catch(() => {});
 
   const chosen = options.embedModels ?? (process.env.INFERENCE_EMBED_MODELS || undefined);
