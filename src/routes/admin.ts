@@ -252,8 +252,8 @@ async function refuseWhileMoving(env: Env, app: AppRecord): Promise<void> {
 }
 
 /** An application's latest move as the admin API answers it; 404 when it never moved. */
-async function moveAnswer(env: Env, appId: string) {
-  const [app, move] = await Promise.all([appOrNotFound(env.DB, appId), getMove(env.DB, appId)]);
+async function moveAnswer(env: Env, app: AppRecord) {
+  const move = await getMove(env.DB, app.id);
   if (!move) throw new ApiError(404, 'The application has never been moved.');
   return {
     status: 'OK' as const,
@@ -290,10 +290,10 @@ const startMoveHandler: Handler<AppEnv, AppPath> = async (c) => {
   if (!move) throw new ApiError(409, 'A move of the application is under way; ask again once it is done.');
   await fence(catalog, app.id, formatTimestamp());
   await sendJobMessage(c.env.INSERT_QUEUE, { move: app.id, step: move.step });
-  return c.json(await moveAnswer(c.env, app.id), 202);
+  return c.json(await moveAnswer(c.env, app), 202);
 };
 
-const getMoveHandler: Handler<AppEnv, AppPath> = async (c) => c.json(await moveAnswer(c.env, c.req.param('app_id')));
+const getMoveHandler: Handler<AppEnv, AppPath> = async (c) => c.json(await moveAnswer(c.env, await appOrNotFound(c.env.DB, c.req.param('app_id'))));
 
 /** The operator's capacity view: every database and index with what it holds (docs/scale.md). */
 const placementHandler: Handler<AppEnv> = async (c) => {

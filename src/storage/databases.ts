@@ -28,21 +28,24 @@ export function databaseNamed(env: Env, name: string): D1Database {
 /** The database an application's catalog rows (images, transactions, versions, query images, jobs) are in. */
 export const catalogDatabase = (env: Env, app: { database: string }): D1Database => databaseNamed(env, app.database);
 
-/** Each database's applications, counted in the control database. */
-async function applicationsPer(env: Env): Promise<Map<string, number>> {
+/**
+ * Each database with its applications (counted in the control database), its bytes (D1 answers each query with
+ * `meta.size_after`), and what `count`, a query of one number, answers there.
+ */
+async function eachDatabase(env: Env, count: string): Promise<{ name: string; applications: number; counted: number; bytes: number }[]> {
   const { results } = await env.DB.prepare('SELECT database, COUNT(*) AS applications FROM apps GROUP BY database').all<{ database: string; applications: number }>();
-  return new Map(results.map((row) => [row.database, row.applications]));
-}
-
-/** Every database with its applications, images and bytes (D1 answers each query with `meta.size_after`). */
-export async function databaseFills(env: Env): Promise<{ name: string; applications: number; images: number; bytes: number }[]> {
-  const applications = await applicationsPer(env);
+  const applications = new Map(results.map((row) => [row.database, row.applications]));
   return Promise.all(
     databaseNames(env).map(async (name) => {
-      const { results, meta } = await databaseNamed(env, name).prepare('SELECT COUNT(*) AS images FROM images').all<{ images: number }>();
-      return { name, applications: applications.get(name) ?? 0, images: results[0]!.images, bytes: meta.size_after };
+      const { results: [row], meta } = await databaseNamed(env, name).prepare(count).all<{ counted: number }>();
+      return { name, applications: applications.get(name) ?? 0, counted: row!.counted, bytes: meta.size_after };
     }),
   );
+}
+
+/** Every database with its applications, images and bytes (GET /admin/placement). */
+export async function databaseFills(env: Env): Promise<{ name: string; applications: number; images: number; bytes: number }[]> {
+  return (await eachDatabase(env, 'SELECT COUNT(*) AS counted FROM images')).map(({ counted, ...fill }) => ({ ...fill, images: counted }));
 }
 
 /**
@@ -50,9 +53,5 @@ export async function databaseFills(env: Env): Promise<{ name: string; applicati
  * when every one is full.
  */
 export async function placeNewApplication(env: Env): Promise<string | null> {
-  const applications = await applicationsPer(env);
-  const fills = await Promise.all(
-    databaseNames(env).map(async (name) => ({ name, applications: applications.get(name) ?? 0, bytes: (await databaseNamed(env, name).prepare('SELECT 1').run()).meta.size_after })),
-  );
-  return placeDatabase(fills, 0);
+  return placeDatabase(await eachDatabase(env, 'SELECT 0 AS counted'), 0);
 }

@@ -18,25 +18,24 @@ export type IndexGroup = { kind: GroupKind; indexes: readonly string[] };
 /** Placement found every index of a group full: the operator adds one to the setting `setting` names. */
 export class PlacementRefused extends Error {}
 
-/** The groups an application on `model` writes: its model's image and object groups, tuned ones too, and the colours. */
-export function groupsOf(env: Env, model: string): IndexGroup[] {
+/** A model's own groups (EMBED_MODELS): its image and object groups, and its tuned ones where it has them. */
+function modelGroups(env: Env, model: string): IndexGroup[] {
   const { images, objects, tuned } = embedModelIndexesOf(env, model);
-  return [
-    ...[{ images, objects }, ...(tuned ? [tuned] : [])].flatMap((pair) => [
-      { kind: 'images' as const, indexes: groupIndexes(pair.images) },
-      { kind: 'objects' as const, indexes: groupIndexes(pair.objects) },
-    ]),
-    { kind: 'colors', indexes: colorIndexes(env) },
-  ];
+  return [{ images, objects }, ...(tuned ? [tuned] : [])].flatMap((pair) => [
+    { kind: 'images' as const, indexes: groupIndexes(pair.images) },
+    { kind: 'objects' as const, indexes: groupIndexes(pair.objects) },
+  ]);
 }
 
+const colorGroup = (env: Env): IndexGroup => ({ kind: 'colors', indexes: colorIndexes(env) });
+
+/** The groups an application on `model` writes: its model's, and the colours'. */
+export const groupsOf = (env: Env, model: string): IndexGroup[] => [...modelGroups(env, model), colorGroup(env)];
+
 /** The setting that lists a group's indexes, for a refusal's message. */
-function settingOf(env: Env, group: readonly string[]): string {
-  for (const [model, indexes] of embedModels(env)) {
-    const named = [indexes.images, indexes.objects, indexes.tuned?.images, indexes.tuned?.objects].find((listed) => listed !== undefined && groupIndexes(listed)[0] === group[0]);
-    if (named !== undefined) return `EMBED_MODELS (the model ${model})`;
-  }
-  return 'COLOR_INDEXES';
+function settingOf(env: Env, group: IndexGroup): string {
+  const model = [...embedModels(env).keys()].find((each) => modelGroups(env, each).some((own) => own.indexes[0] === group.indexes[0]));
+  return model === undefined ? 'COLOR_INDEXES' : `EMBED_MODELS (the model ${model})`;
 }
 
 /** Each index's ceilings: Vectorize's, or VECTOR_INDEX_CAPACITY's vectors (a local stack's small test of refusal). */
@@ -78,7 +77,7 @@ export async function placeGroups(env: Env, placement: Placement, groups: readon
   const next = { ...placement };
   for (const group of missing) {
     const shards = placeShards(await fillOf(env, group, placed), shardCount(env), expectedImages * vectorsPerImage(group.kind), indexCapacity(env));
-    if (!shards) throw new PlacementRefused(`Every index of the group ${group.indexes.join(', ')} is full: add an index to ${settingOf(env, group.indexes)}.`);
+    if (!shards) throw new PlacementRefused(`Every index of the group ${group.indexes.join(', ')} is full: add an index to ${settingOf(env, group)}.`);
     next[group.indexes[0]!] = shards;
   }
   return next;
@@ -162,9 +161,9 @@ export async function shardPlacement(env: Env, appId: string, group: IndexGroup)
 /** The capacity view of the indexes (GET /admin/placement): each with its model, vectors and namespaces. */
 export async function indexFills(env: Env): Promise<{ name: string; model: string | null; vectors: number; namespaces: number }[]> {
   const placed = await placedShards(primaryDatabase(env));
-  const named = [...embedModels(env)].flatMap(([model, indexes]) =>
-    [indexes.images, indexes.objects, indexes.tuned?.images, indexes.tuned?.objects].flatMap((group) => (group === undefined ? [] : groupIndexes(group).map((name) => ({ name, model })))),
-  );
-  const all = [...named, ...colorIndexes(env).map((name) => ({ name, model: null }))];
+  const all = [
+    ...[...embedModels(env).keys()].flatMap((model) => modelGroups(env, model).flatMap((group) => group.indexes.map((name) => ({ name, model })))),
+    ...colorGroup(env).indexes.map((name) => ({ name, model: null })),
+  ];
   return Promise.all(all.map(async ({ name, model }) => ({ name, model, vectors: await physicalIndex(env, name).countVectors(), namespaces: placed.get(name)?.namespaces ?? 0 })));
 }

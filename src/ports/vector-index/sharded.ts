@@ -46,7 +46,9 @@ export function shardedIndex(indexes: ReadonlyMap<string, VectorIndex>, shards: 
       for (const record of records) {
         const shard = shardOf(record.id, shards);
         const index = indexOf(placements.get(record.namespace ?? '')!, shard);
-        byIndex.set(index, [...(byIndex.get(index) ?? []), { ...record, namespace: sub(record.namespace, shard) }]);
+        const held = byIndex.get(index) ?? [];
+        held.push({ ...record, namespace: sub(record.namespace, shard) });
+        byIndex.set(index, held);
       }
       await Promise.all([...byIndex].map(([index, held]) => index.upsert(held)));
     },
