@@ -17,6 +17,7 @@ export { IMAGES_DIR };
  * - `/variants`: the format variants of `image-formats.ts` as JSON (name, extension, format, lossy);
  * - `/as-<variant>/<file>`: the file re-encoded as that variant (BMP, PNM, Sun raster, TIFF, ...);
  * - `/slow/<file>`: the file, after a delay of two seconds;
+ * - `/slow-peak/<tag>`: the most `/slow/<file>/<tag>` requests that were open at once so far;
  * - `/truncated/<file>`: the first half of the file;
  * - `/palette/<hex>:<percent>,...`: a 300x200 PNG of vertical stripes of those colours, in those shares;
  * - `/png-header/<width>x<height>`: a PNG whose header declares that size and whose pixels are missing;
@@ -36,11 +37,20 @@ export { IMAGES_DIR };
  */
 export function startFixtureServer(port: number): Promise<http.Server> {
   const hits = new Map<string, number>();
+  const slowOpen = new Map<string, number>();
+  const slowPeak = new Map<string, number>();
   const server = http.createServer((request, response) => {
     const requestPath = (request.url ?? '/').split('?')[0]!;
     hits.set(requestPath, (hits.get(requestPath) ?? 0) + 1);
-    const [, kind = '', name = ''] = requestPath.split('/');
+    const [, kind = '', name = '', tag = ''] = requestPath.split('/');
     if (kind === 'hits') return void response.writeHead(200, { 'content-type': 'text/plain' }).end(String(hits.get(decodeURIComponent(name)) ?? 0));
+    if (kind === 'slow-peak') return void response.writeHead(200, { 'content-type': 'text/plain' }).end(String(slowPeak.get(name) ?? 0));
+    if (kind === 'slow') {
+      const open = (slowOpen.get(tag) ?? 0) + 1;
+      slowOpen.set(tag, open);
+      slowPeak.set(tag, Math.max(open, slowPeak.get(tag) ?? 0));
+      response.on('close', () => slowOpen.set(tag, slowOpen.get(tag)! - 1));
+    }
     if (kind === 'hang') return; // the client's timeout ends it
     if (kind === 'endless') return streamZeros(response);
     if (kind === 'redirect') return redirect(response, decodeURIComponent(name), 0);

@@ -1,3 +1,4 @@
+import pMap from 'p-map';
 import type { Env } from '../env';
 import { deleteRetiredSoon } from '../storage/retired';
 import { handleInsertMessage } from './insert-item';
@@ -8,6 +9,14 @@ import { REINDEX_JOB } from './reindex';
 import { TUNING_JOB } from './tuning';
 
 /**
+ * Insert items a consumer handles at once. A batch (wrangler.toml's max_batch_size) is larger than this: its items go
+ * through as a pool, each finished one making room for the next, so that the inference service's bulk line stays
+ * fed across the end of one item and the start of another; only the batch's last few leave it short (docs/decisions.md,
+ * "Inserts at the service's speed"). It also bounds the images a consumer holds in memory at once.
+ */
+export const INSERT_ITEMS_IN_FLIGHT = 10;
+
+/**
  * The ingest queue's batches: insert items side by side with the steps of jobs (reindexes, tunings), each message
  * handed to its kind's handler (insert-item.ts, job-step.ts), which acknowledges it or has it tried again (retry-policy.ts).
  */
@@ -15,7 +24,7 @@ export async function consumeIngestBatch(batch: MessageBatch<IngestMessage>, env
   const inserts = batch.messages.filter((message): message is Message<InsertMessage> => !isJobMessage(message.body));
   const jobs = batch.messages.filter((message): message is Message<JobMessage> => isJobMessage(message.body));
   const [retiring] = await Promise.all([
-    Promise.all(inserts.map((message) => handleInsertMessage(env, message))),
+    pMap(inserts, (message) => handleInsertMessage(env, message), { concurrency: INSERT_ITEMS_IN_FLIGHT }),
     Promise.all(
       jobs.map((message) =>
         isReindexMessage(message.body)

@@ -1,6 +1,7 @@
 import { createExecutionContext, createMessageBatch, env, getQueueResult } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import worker from '../../src/index';
+import { INSERT_ITEMS_IN_FLIGHT } from '../../src/ingest/consumer';
 import { MAX_SWEEPS, STALL_MINUTES } from '../../src/ingest/sweeper';
 import { createTransaction } from '../../src/storage/transactions';
 import { formatTimestamp } from '../../src/time';
@@ -55,6 +56,31 @@ describe('a message delivered more than once', () => {
     expect(await waitForTransaction(app, transId)).toMatchObject({ success_count: 1, fail_count: 0 });
     const rows = await (await catalogOf(app)).prepare('SELECT count(*) AS n FROM images WHERE app_id = ?').bind(app.app_id).first<{ n: number }>();
     expect(rows?.n).toBe(1);
+  });
+});
+
+describe('a batch larger than the items handled at once', () => {
+  it('goes through as a pool: never more than INSERT_ITEMS_IN_FLIGHT images at once, every item settled', async () => {
+    const app = await createApp('pooled-batch');
+    const count = INSERT_ITEMS_IN_FLIGHT + 3;
+    // Each download is held two seconds by the fixture server, which counts those open at once under the tag.
+    const tag = `pool-${crypto.randomUUID()}`;
+    const transId = await createTransaction(
+      env,
+      await appOf(app),
+      Array.from({ length: count }, (_, index) => ({ index, imName: `pooled-${index}`, imUrl: fixtureUrl(`/slow/skimage_chelsea.jpg/${tag}`), metadata: {} })),
+    );
+    const { database } = await appOf(app);
+    const batch = createMessageBatch(
+      'image-insert',
+      Array.from({ length: count }, (_, index) => ({ id: `m${index}`, timestamp: Date.now(), attempts: 1, body: { transId, index, database } })),
+    );
+    const ctx = createExecutionContext();
+    await worker.queue(batch, env);
+
+    expect((await getQueueResult(batch, ctx)).explicitAcks).toHaveLength(count);
+    expect(Number(await (await fetch(fixtureUrl(`/slow-peak/${tag}`))).text())).toBe(INSERT_ITEMS_IN_FLIGHT);
+    expect(await waitForTransaction(app, transId)).toMatchObject({ processed_percent: 100, success_count: count, fail_count: 0 });
   });
 });
 
