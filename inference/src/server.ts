@@ -7,7 +7,8 @@
  * model set comes from INFERENCE_EMBED_MODELS, INFERENCE_DETECTOR, DETECTOR_LABELS
  * and INFERENCE_MAX_BATCH (models/registry.ts); INFERENCE_MAX_WAITING bounds the
  * predictions waiting for a slot (default 64), beyond which /predict answers
- * 503 busy at once. The port is bound at once and
+ * 503 busy at once; INFERENCE_BULK_SHARE (default 0.5) is the share of the
+ * service bulk work keeps while it waits (priority.ts). The port is bound at once and
  * models load behind it: /health answers as soon as the process listens,
  * /ready only once the models are loaded and warmed. Port 0 picks a free
  * port; the "listening on" line on stdout names it.
@@ -16,8 +17,9 @@ import { serve } from '@hono/node-server';
 import { createApp, MAX_BODY_BYTES } from './app.ts';
 import { ByteBudget, ConcurrencyLimit } from './concurrency-limit.ts';
 import { fetchModelFiles, loadModels, modelSetFromEnv, type ModelRegistry } from './models/registry.ts';
+import { DEFAULT_BULK_SHARE, SHARES } from './priority.ts';
 import { createRuntime, runtimeNameFromEnv } from './runtime/select.ts';
-import { integerSetting } from './settings.ts';
+import { fractionSetting, integerSetting } from './settings.ts';
 
 /** Reads the environment, binds the port at once and loads the models behind it; every setting is checked first. */
 async function start(env: NodeJS.ProcessEnv): Promise<void> {
@@ -34,6 +36,8 @@ async function start(env: NodeJS.ProcessEnv): Promise<void> {
   const maxBulk = integerSetting(env, 'INFERENCE_MAX_BULK', Math.ceil(modelSet.maxBatch / 2), 1);
   const maxBulkWaiting = integerSetting(env, 'INFERENCE_MAX_BULK_WAITING', 16, 0);
   const maxBodyMegabytes = integerSetting(env, 'INFERENCE_MAX_BODY_MB', 128, MAX_BODY_BYTES / (1024 * 1024));
+  // What inserts keep of the service while they wait, however many searches come (priority.ts).
+  SHARES.setBulkShare(fractionSetting(env, 'INFERENCE_BULK_SHARE', DEFAULT_BULK_SHARE));
   // Downloads (hf: models, the first time) happen here: a model that cannot be had stops the service before it listens.
   await fetchModelFiles(modelSet);
 

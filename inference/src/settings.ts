@@ -17,3 +17,10 @@ export function choiceSetting<T extends string>(env: NodeJS.ProcessEnv, name: st
   if (!(choices as readonly string[]).includes(value)) throw new Error(`${name} must be one of ${choices.join(', ')}, got "${value}"`);
   return value as T;
 }
+
+/** A fraction from the environment, `fallback` when unset; a value not strictly between 0 and 1 stops the service before it listens. */
+export function fractionSetting(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = Number(env[name] || fallback);
+  if (!(value > 0 && value < 1)) throw new Error(`${name} must be a number between 0 and 1, both excluded, got "${env[name]}"`);
+  return value;
+}
