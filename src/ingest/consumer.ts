@@ -3,10 +3,29 @@ import type { Env } from '../env';
 import { deleteRetiredSoon } from '../storage/retired';
 import { handleInsertMessage } from './insert-item';
 import { handleJobMessage } from './job-step';
-import { isJobMessage, isMoveMessage, isReindexMessage, type IngestMessage, type InsertMessage, type JobMessage, type MoveMessage, type ReindexMessage, type TuningMessage } from './message';
+import {
+  isJobMessage,
+  isMoveMessage,
+  isReindexMessage,
+  sendJobMessage,
+  type IngestMessage,
+  type InsertMessage,
+  type JobMessage,
+  type MoveMessage,
+  type ReindexMessage,
+  type TuningMessage,
+} from './message';
 import { MOVE_JOB } from './move';
 import { REINDEX_JOB } from './reindex';
 import { TUNING_JOB } from './tuning';
+
+type Retiring = { id: string; database: string } | undefined;
+
+/** Once per application of the batch, not once per image: each call reads and deletes the same backlog. */
+async function deleteRetiredOf(env: Env, retiring: Retiring[]): Promise<void> {
+  const apps = new Map(retiring.flatMap((app) => (app === undefined ? [] : [[app.id, app]])));
+  await Promise.all([...apps.values()].map((app) => deleteRetiredSoon(env, app)));
+}
 
 /**
  * Insert items a consumer handles at once. A batch (wrangler.toml's max_batch_size) is larger than this: its items go
@@ -24,7 +43,7 @@ export async function consumeIngestBatch(batch: MessageBatch<IngestMessage>, env
   const inserts = batch.messages.filter((message): message is Message<InsertMessage> => !isJobMessage(message.body));
   const jobs = batch.messages.filter((message): message is Message<JobMessage> => isJobMessage(message.body));
   const [retiring] = await Promise.all([
-    pMap(inserts, (message) => handleInsertMessage(env, message), { concurrency: INSERT_ITEMS_IN_FLIGHT }),
+    pMap(inserts, (message) => handleInsertMessage(env, message, 'images'), { concurrency: INSERT_ITEMS_IN_FLIGHT }),
     Promise.all(
       jobs.map((message) =>
         isReindexMessage(message.body)
@@ -35,7 +54,22 @@ export async function consumeIngestBatch(batch: MessageBatch<IngestMessage>, env
       ),
     ),
   ]);
-  // Once per application of the batch, not once per image: each call reads and deletes the same backlog.
-  const apps = new Map(retiring.flatMap((app) => (app === undefined ? [] : [[app.id, app]])));
-  await Promise.all([...apps.values()].map((app) => deleteRetiredSoon(env, app)));
+  await deleteRetiredOf(env, retiring);
+}
+
+/**
+ * The update queue's batches: metadata-only updates, D1 and vector metadata only, never the inference service, so
+ * that an update waits for no image being fetched and embedded, only for the earlier items of its own name
+ * (insert-item.ts). Anything else found there goes to the ingest queue, where it belongs.
+ */
+export async function consumeUpdateBatch(batch: MessageBatch<IngestMessage>, env: Env): Promise<void> {
+  const retiring = await Promise.all(
+    batch.messages.map(async (message): Promise<Retiring> => {
+      if (!isJobMessage(message.body)) return handleInsertMessage(env, message as Message<InsertMessage>, 'updates');
+      await sendJobMessage(env.INSERT_QUEUE, message.body);
+      message.ack();
+      return undefined;
+    }),
+  );
+  await deleteRetiredOf(env, retiring);
 }

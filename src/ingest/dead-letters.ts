@@ -29,13 +29,10 @@ export async function failForGood(env: Env, database: string, transId: number, i
   await releaseStaged(env, item);
 }
 
-/** Dead-letter queues are named after their queue with `-dlq` (wrangler.toml). */
-export const isDeadLetterQueue = (queue: string): boolean => queue.endsWith('-dlq');
-
 /**
- * Messages the consumer could not process within its retries (inference down, storage failing, or the consumer
- * throwing or dying itself): the item is failed with the system error, so that its transaction still reaches 100.
- * An item settled meanwhile stays as it is.
+ * Messages a consumer could not process within its retries (inference down, storage failing, or the consumer
+ * throwing or dying itself), of either queue (queue-names.ts): the item is failed with the system error, so that its
+ * transaction still reaches 100. An item settled meanwhile stays as it is.
  */
 export async function consumeDeadLetters(batch: MessageBatch<IngestMessage>, env: Env): Promise<void> {
   for (const message of batch.messages) {

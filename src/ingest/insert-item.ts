@@ -15,7 +15,7 @@ import { vectorsRewritten } from '../storage/stale-vectors';
 import {
   getPendingItem,
   hasEarlierPendingItem,
-  isMetadataUpdate,
+  itemKind,
   markStarted,
   settleItem,
   settleStatements,
@@ -159,10 +159,17 @@ async function updateMetadata(env: Env, item: PendingItem): Promise<void> {
 }
 
 /**
- * An insert item's message; answers the application whose retired versions may wait to be deleted: one replaced by
- * an image it made live, or one whose deletion an update held back while it rewrote its vectors.
+ * An insert item's message, from the ingest queue (`from: 'images'`: an image, or an update sent there before updates
+ * had their own queue) or the update queue (`from: 'updates'`); answers the application whose retired versions may
+ * wait to be deleted: one replaced by an image it made live, or one whose deletion an update held back while it
+ * rewrote its vectors. The update queue's consumer never calls the inference service: an image item found there is
+ * sent to the ingest queue.
  */
-export async function handleInsertMessage(env: Env, message: Message<InsertMessage>): Promise<{ id: string; database: string } | undefined> {
+export async function handleInsertMessage(
+  env: Env,
+  message: Message<InsertMessage>,
+  from: 'images' | 'updates',
+): Promise<{ id: string; database: string } | undefined> {
   const { transId, index, database = CONTROL_DATABASE } = message.body;
   const db = databaseNamed(env, database);
   const item = await getPendingItem(env, database, transId, index);
@@ -170,20 +177,26 @@ export async function handleInsertMessage(env: Env, message: Message<InsertMessa
     message.ack(); // already settled: a redelivery
     return undefined;
   }
+  const kind = itemKind(item);
   try {
+    if (from === 'updates' && kind === 'image') {
+      await sendInsertMessages(env, [{ transId, index, database, kind }]);
+      message.ack();
+      return undefined;
+    }
     if (item.movingOut) {
       // Its application is moving to another database (ingest/move.ts): the item waits until it has, then is that
       // database's copy of it, which it is sent to.
       const app = await getApp(env.DB, item.appId);
       if (!app || app.database === database) throw new Deferred();
-      await sendInsertMessages(env.INSERT_QUEUE, [{ transId, index, database: app.database }]);
+      await sendInsertMessages(env, [{ transId, index, database: app.database, kind }]);
       message.ack();
       return undefined;
     }
     // Checked before the item counts as started: a waiting update must not look like work under way to the sweeper,
     // or an earlier item whose message was lost would never be sent again, and the update would wait forever.
-    if (isMetadataUpdate(item) && (await hasEarlierPendingItem(db, item.appId, item.imName, item.seq))) throw new Deferred();
-    if (isMetadataUpdate(item)) {
+    if (kind === 'metadata' && (await hasEarlierPendingItem(db, item.appId, item.imName, item.seq))) throw new Deferred();
+    if (kind === 'metadata') {
       await markStarted(db, transId, index);
       await updateMetadata(env, item);
     } else {
@@ -199,8 +212,9 @@ export async function handleInsertMessage(env: Env, message: Message<InsertMessa
       message.ack();
       return undefined;
     }
-    // Past max_retries the dead-letter consumer fails the item (dead-letters.ts).
-    await tryAgainLater(env.INSERT_QUEUE, message, error, () => {
+    // Waiting, it goes to its kind's queue (an update never back to the images'); past max_retries the dead-letter
+    // consumer fails the item (dead-letters.ts).
+    await tryAgainLater(message, error, (body, options) => sendInsertMessages(env, [{ ...body, kind }], options), () => {
       console.error(JSON.stringify({ event: 'insert_item_error', transId, index, attempt: message.attempts, error: String(error) }));
     });
     return undefined;

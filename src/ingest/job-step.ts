@@ -63,7 +63,7 @@ export async function handleJobMessage<M extends JobMessage, S extends StalledJo
     message.ack();
   } catch (error) {
     // Past max_retries the dead-letter consumer drops it; the sweeper resumes the stalled job (sweeper.ts).
-    await tryAgainLater(env.INSERT_QUEUE, message, error, async () => {
+    await tryAgainLater(message, error, (body, options) => sendJobMessage(env.INSERT_QUEUE, body, options), async () => {
       console.error(JSON.stringify({ event: `${kind.name}_step_error`, appId, step, attempt: message.attempts, error: String(error) }));
       if (app) await kind.noteError(kind.rowsIn === 'catalog' ? catalogDatabase(env, app) : env.DB, appId, String(error)).catch(() => undefined);
     });

@@ -99,7 +99,7 @@ async function cleanStep(env: Env, move: Move): Promise<JobStep> {
   for (let query = 0; query < QUERIES_PER_STEP && tableIndex >= 0; query++) {
     if (tableIndex === RESEND) {
       const pending = await pendingItemsAfter(databaseNamed(env, move.toDatabase), move.appId, cursor, RESEND_CHUNK);
-      if (pending.length > 0) await sendInsertMessages(env.INSERT_QUEUE, pending.map(({ transId, index }) => ({ transId, index, database: move.toDatabase })));
+      if (pending.length > 0) await sendInsertMessages(env, pending.map(({ transId, index, kind }) => ({ transId, index, kind, database: move.toDatabase })));
       if (pending.length === RESEND_CHUNK) cursor = pending.at(-1)!.rowid;
       else [tableIndex, cursor] = [RECOPY, 0];
     } else if (tableIndex === RECOPY) {

@@ -1,13 +1,13 @@
 /**
- * What the ingest queue does with a message of either kind (an insert item, a job's step) whose work threw. Work
- * that must wait rather than fail goes back to the queue as a new message after its wait, so that waiting spends
- * none of this message's deliveries; any other failure is transient (inference down, storage hiccup) and the queue
- * delivers the message again after a backoff, until past the consumer's max_retries (wrangler.toml) it hands it to
- * the dead-letter queue (dead-letters.ts).
+ * What the queues do with a message of either kind (an insert item, a job's step) whose work threw. Work that must
+ * wait rather than fail goes back to its queue (as its handler sends it) as a new message after its wait, so that
+ * waiting spends none of this message's deliveries; any other failure is transient (inference down, storage hiccup)
+ * and the queue delivers the message again after a backoff, until past the consumer's max_retries (wrangler.toml) it
+ * hands it to the dead-letter queue (dead-letters.ts).
  */
 import { InferenceBusyError } from '../ports/inference/types';
 import { isFencedWrite } from '../storage/moves';
-import { isJobMessage, sendInsertMessages, sendJobMessage, type IngestMessage } from './message';
+import type { IngestMessage } from './message';
 
 /** Not yet: the message's work is sent again after DEFER_SECONDS, without counting as a failure. */
 export class Deferred extends Error {}
@@ -31,20 +31,18 @@ function waitBeforeNextTry(error: unknown, busy: number): { delaySeconds: number
 }
 
 /**
- * Ends a message whose work threw `error`: sent again after its wait and acknowledged, or, after `logFailure`,
- * left to the queue to deliver again with backoff.
+ * Ends a message whose work threw `error`: sent again by `send` (to its queue) after its wait and acknowledged, or,
+ * after `logFailure`, left to the queue it came from to deliver again with backoff.
  */
 export async function tryAgainLater<Body extends IngestMessage>(
-  queue: Queue<IngestMessage>,
   message: Message<Body>,
   error: unknown,
+  send: (body: Body, options: { delaySeconds: number }) => Promise<void>,
   logFailure: () => void | Promise<void>,
 ): Promise<void> {
   const wait = waitBeforeNextTry(error, message.body.busy ?? 0);
   if (wait) {
-    const body = { ...message.body, busy: wait.busy };
-    const options = { delaySeconds: wait.delaySeconds };
-    await (isJobMessage(body) ? sendJobMessage(queue, body, options) : sendInsertMessages(queue, [body], options));
+    await send({ ...message.body, busy: wait.busy }, { delaySeconds: wait.delaySeconds });
     message.ack();
     return;
   }

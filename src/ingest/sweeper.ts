@@ -4,7 +4,7 @@ import { getSchema } from '../storage/apps';
 import { getImagesByIds } from '../storage/images';
 import { deleteRetiredVersions } from '../storage/retired';
 import { staleVectorsFailed, staleVectorsLeft, vectorsRewritten, type StaleVectors } from '../storage/stale-vectors';
-import { deleteFinishedTransactions, findStalledItems, insertStatusRetentionHours, itemStartedSince, recordSweep } from '../storage/transactions';
+import { deleteFinishedTransactions, findStalledItems, insertStatusRetentionHours, kindsStartedSince, recordSweep, type ItemKind } from '../storage/transactions';
 import { formatTimestamp } from '../time';
 import { databaseNamed, databaseNames } from '../storage/databases';
 import { failForGood } from './dead-letters';
@@ -19,9 +19,10 @@ import { replaceVectorMetadata, vectorMetadata } from '../storage/vectors';
 
 /**
  * An item a consumer started this long ago without settling it lost its message (the consumer died with it); so
- * did an item never started while no consumer started anything for this long (a local queue lost on restart). Both
- * are sent again. Longer than an item's whole retry budget (5 deliveries, each a 20 s download and inference calls,
- * 30 s of backoff). An item merely queued behind a backlog, however long, is neither.
+ * did an item never started while its queue's consumer started nothing for this long (a local queue lost on restart;
+ * for an update, while neither queue's did). Both are sent again, each to its own queue. Longer than an item's whole
+ * retry budget (5 deliveries, each a 20 s download and inference calls, 30 s of backoff). An item merely queued
+ * behind a backlog, however long, is neither.
  */
 export const STALL_MINUTES = 30;
 /** Re-sends of one item before it is given up as failed. */
@@ -63,13 +64,15 @@ async function rewriteStaleVectors(env: Env, database: string, stale: StaleVecto
 export async function sweepStalledInserts(env: Env, now: Date): Promise<{ resent: number; failed: number }> {
   const swept = { resent: 0, failed: 0 };
   const before = formatTimestamp(new Date(now.getTime() - STALL_MINUTES * 60_000));
-  // The queue is shared: it is idle only while no item of any database was started.
-  const started = await Promise.all(databaseNames(env).map((database) => itemStartedSince(databaseNamed(env, database), before)));
-  const queueIdle = !started.includes(true);
+  // A queue is shared by every database: idle only while no item of its kind was started in any. A never-started
+  // update may be waiting for an earlier image of its name (insert-item.ts): lost only while both queues are idle.
+  const started = await Promise.all(databaseNames(env).map((database) => kindsStartedSince(databaseNamed(env, database), before)));
+  const imagesIdle = !started.some((kinds) => kinds.image);
+  const idle = { image: imagesIdle, metadata: imagesIdle && !started.some((kinds) => kinds.metadata) };
   // Each database in turn, each in the bounded batches below; then the staged files, named by applications.
   const databases: Record<string, DatabaseSwept> = {};
   for (const database of databaseNames(env)) {
-    databases[database] = await sweepDatabase(env, database, now, { before, queueIdle });
+    databases[database] = await sweepDatabase(env, database, now, { before, idle });
     swept.resent += databases[database].resent;
     swept.failed += databases[database].failed;
   }
@@ -110,16 +113,17 @@ async function recoverStalledJobs(env: Env, rowsIn: 'catalog' | 'control', db: D
 type DatabaseSwept = Record<'resent' | 'failed' | 'jobs' | 'staleRewritten' | 'staleFailed' | 'retired' | 'retiredFailed' | 'queryImages' | 'transactions', number>;
 
 /** One database's part of a sweep. */
-async function sweepDatabase(env: Env, database: string, now: Date, { before, queueIdle }: { before: string; queueIdle: boolean }): Promise<DatabaseSwept> {
+async function sweepDatabase(env: Env, database: string, now: Date, { before, idle }: { before: string; idle: Record<ItemKind, boolean> }): Promise<DatabaseSwept> {
   const db = databaseNamed(env, database);
-  const stalled = (await findStalledItems(db, before, ITEMS_PER_RUN, queueIdle)).map((item) => ({ ...item, database }));
+  const stalled = (await findStalledItems(db, before, ITEMS_PER_RUN, idle)).map((item) => ({ ...item, database }));
   const exhausted = stalled.filter((item) => item.sweeps >= MAX_SWEEPS);
   const resend = stalled.filter((item) => item.sweeps < MAX_SWEEPS);
   for (const item of exhausted) await failForGood(env, database, item.transId, item.index);
   for (let start = 0; start < resend.length; start += MAX_MESSAGES_PER_SEND) {
     const chunk = resend.slice(start, start + MAX_MESSAGES_PER_SEND);
-    // Sent before it is counted: a crash in between costs one more re-send at most, never a lost item.
-    await sendInsertMessages(env.INSERT_QUEUE, chunk);
+    // Each to its kind's queue, sent before it is counted: a crash in between costs one more re-send at most, never
+    // a lost item.
+    await sendInsertMessages(env, chunk);
     await recordSweep(db, chunk);
   }
   // A job whose step message was lost or dead-lettered goes on from its progress in D1, unless it keeps stalling.

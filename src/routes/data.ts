@@ -16,7 +16,7 @@ import type { AppRecord } from '../storage/apps';
 import { catalogDatabase } from '../storage/databases';
 import { existingNames, removeImages } from '../storage/images';
 import { deleteRetiredSoon } from '../storage/retired';
-import { createTransaction, deleteTransaction, getTransactionStatus, isMetadataUpdate, type InsertItem } from '../storage/transactions';
+import { createTransaction, deleteTransaction, getTransactionStatus, isMetadataUpdate, itemKind, type InsertItem } from '../storage/transactions';
 import { LimitReached } from '../storage/usage';
 
 /**
@@ -72,7 +72,7 @@ const insert: Handler<AppEnv> = async (c) => {
   const { accepted, rejected, ignored, transId } = recorded;
   if (transId === null) return failedWith(c, [...rejected, dataErrorEntry(DATA_ERRORS.noImageInserted)]);
   try {
-    await sendInsertMessages(c.env.INSERT_QUEUE, accepted.map((item) => ({ transId, index: item.index, database: app.database })));
+    await sendInsertMessages(c.env, accepted.map((item) => ({ transId, index: item.index, database: app.database, kind: itemKind(item) })));
   } catch (error) {
     // Without its messages the transaction would never finish: take it back and let the client retry.
     console.error(JSON.stringify({ event: 'insert_enqueue_failed', reqid: c.var.reqid, error: String(error) }));

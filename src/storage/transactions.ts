@@ -16,6 +16,9 @@ import { couldNameImage } from './image-name';
 export type InsertItem = { index: number; imName: string; imUrl: string | null; stagedKey?: string | null; metadata: ImageMetadata };
 
 export const isMetadataUpdate = (item: InsertItem): boolean => item.imUrl === null && !item.stagedKey;
+/** An item's kind as `insert_items.kind` keeps it: an image to fetch and embed, or a metadata-only update. */
+export type ItemKind = 'image' | 'metadata';
+export const itemKind = (item: InsertItem): ItemKind => (isMetadataUpdate(item) ? 'metadata' : 'image');
 /**
  * `seq`: the item's place in the order of operations on its name, and for an image item the id of the version it
  * makes (migrations/0008).
@@ -86,7 +89,7 @@ export async function createTransaction(
                 item.imUrl ?? '',
                 item.stagedKey ?? null,
                 JSON.stringify(item.metadata),
-                isMetadataUpdate(item) ? 'metadata' : 'image',
+                itemKind(item),
               ),
           ];
         }),
@@ -250,45 +253,60 @@ export async function hasEarlierPendingItem(db: D1Database, appId: string, imNam
   return row !== null;
 }
 
-/** A pending item of a transaction that stopped making progress, and how often it was re-sent already. */
-export type StalledItem = { transId: number; index: number; sweeps: number };
+/** A pending item of a transaction that stopped making progress, its kind, and how often it was re-sent already. */
+export type StalledItem = { transId: number; index: number; kind: ItemKind; sweeps: number };
 
-/** Whether a consumer started an item of `db` since `since`: with every database's answer, whether the queue is busy. */
-export async function itemStartedSince(db: D1Database, since: string): Promise<boolean> {
-  return (await db.prepare('SELECT EXISTS (SELECT 1 FROM insert_items WHERE started_at >= ?) AS started').bind(since).first<number>('started')) === 1;
+/**
+ * Which kinds of item a consumer started in `db` since `since`: with every database's answer, which queues are busy
+ * (images go through the ingest queue, metadata-only updates through their own: ingest/message.ts).
+ */
+export async function kindsStartedSince(db: D1Database, since: string): Promise<Record<ItemKind, boolean>> {
+  const row = await db
+    .prepare(
+      `SELECT EXISTS (SELECT 1 FROM insert_items WHERE started_at >= ?1 AND kind = 'image') AS image,
+              EXISTS (SELECT 1 FROM insert_items WHERE started_at >= ?1 AND kind = 'metadata') AS metadata`,
+    )
+    .bind(since)
+    .first<{ image: number; metadata: number }>();
+  return { image: row?.image === 1, metadata: row?.metadata === 1 };
 }
 
 /**
  * Pending items whose message looks lost, oldest first: one a consumer started before `before` and never settled (it
- * died with it), and, only while no consumer started anything since `before` in any database (`queueIdle`: the queue
- * is idle, not behind a backlog), one never started of a transaction older than that. An item queued behind a long
- * import is neither.
+ * died with it), and one never started of a transaction older than that, only while its queue is idle (`idle`, by
+ * kind: no consumer started anything since `before` that would show the queue at work, in any database): an item
+ * queued behind a long import is not lost.
  */
-export async function findStalledItems(db: D1Database, before: string, limit: number, queueIdle: boolean): Promise<StalledItem[]> {
+export async function findStalledItems(db: D1Database, before: string, limit: number, idle: Record<ItemKind, boolean>): Promise<StalledItem[]> {
   const { results } = await db
     .prepare(
-      `SELECT i.trans_id, i.item_index, i.sweeps FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
+      `SELECT i.trans_id, i.item_index, i.kind, i.sweeps FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
        WHERE i.state = 'pending' AND (
          (i.started_at IS NOT NULL AND i.started_at < ?1)
-         OR (i.started_at IS NULL AND t.start_time < ?1 AND ?3)
+         OR (i.started_at IS NULL AND t.start_time < ?1 AND (CASE i.kind WHEN 'metadata' THEN ?4 ELSE ?3 END))
        ) AND ${notMovingOut('t.app_id')}
        ORDER BY i.trans_id, i.item_index LIMIT ?2`,
     )
-    .bind(before, limit, queueIdle ? 1 : 0)
-    .all<{ trans_id: number; item_index: number; sweeps: number }>();
-  return results.map((row) => ({ transId: row.trans_id, index: row.item_index, sweeps: row.sweeps }));
+    .bind(before, limit, idle.image ? 1 : 0, idle.metadata ? 1 : 0)
+    .all<{ trans_id: number; item_index: number; kind: ItemKind; sweeps: number }>();
+  return results.map((row) => ({ transId: row.trans_id, index: row.item_index, kind: row.kind, sweeps: row.sweeps }));
 }
 
-/** The application's pending items after rowid `after`, oldest first: each with its rowid, the next call's `after`. */
-export async function pendingItemsAfter(db: D1Database, appId: string, after: number, limit: number): Promise<{ transId: number; index: number; rowid: number }[]> {
+/** The application's pending items after rowid `after`, oldest first: each with its kind and rowid, the next call's `after`. */
+export async function pendingItemsAfter(
+  db: D1Database,
+  appId: string,
+  after: number,
+  limit: number,
+): Promise<{ transId: number; index: number; kind: ItemKind; rowid: number }[]> {
   const { results } = await db
     .prepare(
-      `SELECT i.rowid AS item_rowid, i.trans_id, i.item_index FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
+      `SELECT i.rowid AS item_rowid, i.trans_id, i.item_index, i.kind FROM insert_items i JOIN insert_transactions t ON t.id = i.trans_id
        WHERE t.app_id = ? AND i.state = 'pending' AND i.rowid > ? ORDER BY i.rowid LIMIT ?`,
     )
     .bind(appId, after, limit)
-    .all<{ item_rowid: number; trans_id: number; item_index: number }>();
-  return results.map((row) => ({ transId: row.trans_id, index: row.item_index, rowid: row.item_rowid }));
+    .all<{ item_rowid: number; trans_id: number; item_index: number; kind: ItemKind }>();
+  return results.map((row) => ({ transId: row.trans_id, index: row.item_index, kind: row.kind, rowid: row.item_rowid }));
 }
 
 /** Counts a re-send of each item, which is queued again: not started until a consumer takes the new message. */

@@ -180,9 +180,9 @@ export const discoversearch = (app: Credentials | null, fields: Record<string, s
 export const hits = async (path: string): Promise<number> => Number(await (await fetch(fixtureUrl(`/hits/${encodeURIComponent(path)}`))).text());
 
 /** Runs the cron sweeper once (src/ingest/sweeper.ts), as the 10-minute trigger would, and waits for it to finish. */
-export async function runSweeper(): Promise<void> {
+export async function runSweeper(workerEnv: Env = env): Promise<void> {
   const ctx = createExecutionContext();
-  worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: '*/10 * * * *' }), env, ctx);
+  worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: '*/10 * * * *' }), workerEnv, ctx);
   await waitOnExecutionContext(ctx);
 }
 
@@ -205,4 +205,28 @@ export function withVectorIndex(change: (stub: VectorIndexStub) => Partial<Recor
     },
   };
   return { ...env, LOCAL_VECTOR_INDEX: changed as unknown as Env['LOCAL_VECTOR_INDEX'] };
+}
+
+/** The messages sent to each queue through `withRecordedQueues`' env, by binding. */
+export type SentMessages = Record<'INSERT_QUEUE' | 'UPDATE_QUEUE', unknown[]>;
+
+/**
+ * The Worker's environment with its two ingest queues recording every message body sent to them, then sending it on
+ * to the real queue, so a test sees which queue a message went to and the message is still processed.
+ */
+export function withRecordedQueues(): { env: Env; sent: SentMessages } {
+  const sent: SentMessages = { INSERT_QUEUE: [], UPDATE_QUEUE: [] };
+  const recorded = (binding: keyof SentMessages): Queue => ({
+    metrics: () => env[binding].metrics(),
+    send: (body: unknown, options?: QueueSendOptions) => {
+      sent[binding].push(body);
+      return env[binding].send(body, options);
+    },
+    sendBatch: (messages: Iterable<MessageSendRequest>, options?: QueueSendBatchOptions) => {
+      const list = [...messages];
+      sent[binding].push(...list.map((message) => message.body));
+      return env[binding].sendBatch(list, options);
+    },
+  });
+  return { env: { ...env, INSERT_QUEUE: recorded('INSERT_QUEUE'), UPDATE_QUEUE: recorded('UPDATE_QUEUE') }, sent };
 }

@@ -5,7 +5,21 @@ import { INSERT_ITEMS_IN_FLIGHT } from '../../src/ingest/consumer';
 import { MAX_SWEEPS, STALL_MINUTES } from '../../src/ingest/sweeper';
 import { createTransaction } from '../../src/storage/transactions';
 import { formatTimestamp } from '../../src/time';
-import { allDatabases, appOf, basicAuth, call, catalogOf, createApp, fixtureUrl, runSweeper, transactionDb, waitForTransaction, type Credentials } from './helpers';
+import {
+  allDatabases,
+  appOf,
+  basicAuth,
+  call,
+  catalogOf,
+  createApp,
+  fixtureUrl,
+  insertAndWait,
+  runSweeper,
+  transactionDb,
+  waitForTransaction,
+  withRecordedQueues,
+  type Credentials,
+} from './helpers';
 
 /**
  * Accepted images whose queue messages are lost or poisoned still end: the dead-letter consumer fails them, and the
@@ -37,6 +51,13 @@ async function age(transId: number, minutes: number): Promise<void> {
 
 const sweepsOf = async (transId: number): Promise<number[]> =>
   (await (await transactionDb(transId)).prepare('SELECT sweeps FROM insert_items WHERE trans_id = ? ORDER BY item_index').bind(transId).all<{ sweeps: number }>()).results.map((row) => row.sweeps);
+
+/** A metadata-only update of `name` (brand `brand`), accepted as /insert accepts one, minus its message. */
+const updateWithoutMessage = async (app: Credentials, name: string, brand: string): Promise<number> =>
+  createTransaction(env, await appOf(app), [{ index: 0, imName: name, imUrl: null, metadata: { brand } }]);
+
+const brandOf = async (app: Credentials, name: string): Promise<unknown> =>
+  JSON.parse((await (await catalogOf(app)).prepare('SELECT metadata FROM images WHERE app_id = ? AND im_name = ?').bind(app.app_id, name).first<{ metadata: string }>())!.metadata).brand;
 
 const pendingCount = async (transId: number): Promise<number> =>
   (await (await transactionDb(transId)).prepare("SELECT count(*) AS n FROM insert_items WHERE trans_id = ? AND state = 'pending'").bind(transId).first<{ n: number }>())!.n;
@@ -103,6 +124,24 @@ describe('dead letters', () => {
     expect(status).toMatchObject({ processed_percent: 100, success_count: 1, fail_count: 1 });
     expect(status.error_list).toEqual([{ im_name: 'poisoned', error_code: 500, error_message: GENERAL_SYSTEM_ERROR }]);
   });
+
+  it("of the update queue fail their metadata-only update with the system error, the image's version left as it was", async () => {
+    const app = await createApp('update-dead-letters', [{ name: 'brand', type: 'string', searchable: true }]);
+    await insertAndWait(app, [{ im_name: 'kept', im_url: fixtureUrl('/images/skimage_chelsea.jpg'), brand: 'old' }]);
+    const transId = await updateWithoutMessage(app, 'kept', 'new');
+
+    const batch = createMessageBatch('image-update-dlq', [{ id: 'u', timestamp: Date.now(), attempts: 5, body: { transId, index: 0, database: (await appOf(app)).database } }]);
+    const ctx = createExecutionContext();
+    await worker.queue(batch, env);
+    expect((await getQueueResult(batch, ctx)).explicitAcks).toEqual(['u']);
+
+    const status = await waitForTransaction(app, transId, 1_000);
+    expect(status).toMatchObject({ processed_percent: 100, success_count: 0, fail_count: 1 });
+    expect(status.error_list).toEqual([{ im_name: 'kept', error_code: 500, error_message: GENERAL_SYSTEM_ERROR }]);
+    expect(await brandOf(app, 'kept')).toBe('old');
+    const search = await call('/search?im_name=kept', { headers: basicAuth(app) });
+    expect((await search.json<{ status: string }>()).status).toBe('OK');
+  });
 });
 
 describe('the sweeper', () => {
@@ -129,7 +168,7 @@ describe('the sweeper', () => {
     const update = await createTransaction(env, await appOf(app), [{ index: 0, imName: 'waited-for', imUrl: null, metadata: { brand: 'acme' } }]);
     await age(image, STALL_MINUTES + 1);
     // The update is delivered, finds the earlier image item pending and waits as a new message.
-    const batch = createMessageBatch('image-insert', [{ id: 'u', timestamp: Date.now(), attempts: 1, body: { transId: update, index: 0, database: (await appOf(app)).database } }]);
+    const batch = createMessageBatch('image-update', [{ id: 'u', timestamp: Date.now(), attempts: 1, body: { transId: update, index: 0, database: (await appOf(app)).database } }]);
     await worker.queue(batch, env);
     const started = await (await catalogOf(app)).prepare('SELECT started_at FROM insert_items WHERE trans_id = ?').bind(update).first<{ started_at: string | null }>();
     expect(started?.started_at).toBeNull();
@@ -137,6 +176,46 @@ describe('the sweeper', () => {
     await runSweeper();
     expect(await waitForTransaction(app, image)).toMatchObject({ processed_percent: 100, success_count: 1, fail_count: 0 });
     expect(await waitForTransaction(app, update)).toMatchObject({ processed_percent: 100, success_count: 1, fail_count: 0 });
+  });
+
+  it('sends a lost metadata-only update to the update queue, where it is applied', async () => {
+    const app = await createApp('sweeper-update', [{ name: 'brand', type: 'string', searchable: true }]);
+    await insertAndWait(app, [{ im_name: 'known', im_url: fixtureUrl('/images/skimage_chelsea.jpg'), brand: 'old' }]);
+    const update = await updateWithoutMessage(app, 'known', 'new');
+    await age(update, STALL_MINUTES + 1);
+
+    const recorded = withRecordedQueues();
+    await runSweeper(recorded.env);
+    const message = { transId: update, index: 0, database: (await appOf(app)).database };
+    expect(recorded.sent.UPDATE_QUEUE).toContainEqual(message);
+    expect(recorded.sent.INSERT_QUEUE).not.toContainEqual(message);
+    expect(await waitForTransaction(app, update)).toMatchObject({ processed_percent: 100, success_count: 1, fail_count: 0 });
+    expect(await brandOf(app, 'known')).toBe('new');
+  });
+
+  it('sends a lost image again while only updates are being started: their queue says nothing of the image queue', async () => {
+    const app = await createApp('sweeper-updates-busy');
+    const lost = await acceptedWithoutMessages(app, ['lost-image']);
+    await age(lost, STALL_MINUTES + 1);
+    const working = await updateWithoutMessage(app, 'in-work', 'any');
+    await (await catalogOf(app)).prepare('UPDATE insert_items SET started_at = ? WHERE trans_id = ?').bind(ago(1), working).run();
+
+    const recorded = withRecordedQueues();
+    await runSweeper(recorded.env);
+    expect(recorded.sent.INSERT_QUEUE).toContainEqual({ transId: lost, index: 0, database: (await appOf(app)).database });
+    expect(await waitForTransaction(app, lost)).toMatchObject({ processed_percent: 100, success_count: 1 });
+  });
+
+  it('leaves a never-started update alone while the image queue is at work: it may be waiting for an image of its name', async () => {
+    const app = await createApp('sweeper-images-busy');
+    const waiting = await updateWithoutMessage(app, 'waiting', 'any');
+    await age(waiting, STALL_MINUTES + 1);
+    const working = await acceptedWithoutMessages(app, ['in-work']);
+    await (await catalogOf(app)).prepare('UPDATE insert_items SET started_at = ? WHERE trans_id = ?').bind(ago(1), working).run();
+
+    await runSweeper();
+    expect(await sweepsOf(waiting)).toEqual([0]);
+    expect(await pendingCount(waiting)).toBe(1);
   });
 
   it('leaves a transaction that is still making progress alone', async () => {

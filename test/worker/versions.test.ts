@@ -316,7 +316,7 @@ describe('image versions', () => {
         return records;
       },
     }));
-    expect(await deliver(meetsRemove, 'image-insert', transId)).toEqual({ retried: false });
+    expect(await deliver(meetsRemove, 'image-update', transId)).toEqual({ retried: false });
     expect(await removed).toMatchObject({ status: 'OK', total: 1 });
     // The remove came first: the update is failed, not counted a success over an image that is gone.
     expect(await waitForTransaction(app, transId, 1_000)).toMatchObject({ success_count: 0, fail_count: 1, error_list: [{ im_name: 'item', ...CANCELLED }] });
@@ -331,8 +331,8 @@ describe('image versions', () => {
     ]);
     const transId = await createTransaction(env, await appOf(app), [{ index: 0, imName: 'item', imUrl: null, metadata: { brand: 'new' } }]);
     // Merged into D1, then the vectors cannot be written, in every delivery: the dead-letter consumer gives it up.
-    expect(await deliver(withFailingVectorIndex('upsert'), 'image-insert', transId)).toEqual({ retried: true });
-    await deliver(env, 'image-insert-dlq', transId, 5);
+    expect(await deliver(withFailingVectorIndex('upsert'), 'image-update', transId)).toEqual({ retried: true });
+    await deliver(env, 'image-update-dlq', transId, 5);
     expect(await waitForTransaction(app, transId, 1_000)).toMatchObject({ processed_percent: 100, fail_count: 1 });
 
     await runSweeper();
