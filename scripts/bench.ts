@@ -20,6 +20,7 @@ import { IMAGES_DIR } from '@edge-image-search/devtools/fixture-images';
 import { startFixtureServer } from '@edge-image-search/devtools/fixture-server';
 import { freePort } from '@edge-image-search/devtools/free-port';
 import type { AdminConfig } from './lib/admin-client.ts';
+import { commandLogFile, openCommandLog, type CommandLog } from './lib/command-log.ts';
 import { createApplication, INSERT_BATCH, insertForm, waitForInsert, type AuthHeader, type InsertStatus } from './lib/api-client.ts';
 import { distanceReport, measureDistance } from './lib/distance-bench.ts';
 import { measureRows, rowsReport } from './lib/rows-bench.ts';
@@ -50,6 +51,17 @@ import { addLabelledVectors, decodeStatistics, emptyStatistics, encodeProjection
  * layout: on ONNX only, its network not apart); the insert and contention rows put every application on it; the
  * collection-size rows (synthetic vectors, test/bench/) stay on wrangler.toml's EMBED_MODEL, with the bundled models.
  *
+ * Targets (issues 19 and 46), each row marked met or NOT met: inserts through the queue at least 90 % of the raw
+ * inference rate; an idle /uploadsearch within 1.5x of the raw prediction of its image; /uploadsearch during an ingest,
+ * one search arriving a second, within 1.3x (p50) and 1.5x (p95) of idle (each ingest is sized to last the
+ * CONTENTION_SAMPLES seconds a p95 wants, from the insert rate just measured); inserts at least 80 % of their speed
+ * alone while one search a second arrives, and 40 % while two clients search back to back; /search p95 under 50 ms at
+ * 10,000 images; D1 bytes per image (lib/rows-bench.ts).
+ *
+ * The terminal shows the progress and the tables; the local stacks' output (migrations, wrangler, the Worker's request
+ * lines, the inference service) and the search bench's vitest go to `.local/logs/bench.log`, whose last lines a failed
+ * run prints.
+ *
  * Timings are wall-clock on this machine and move with whatever else runs on it: they are reported, never asserted.
  */
 
@@ -73,17 +85,26 @@ const SEARCH_OUT = path.join(ROOT, '.local/bench-search.json');
 /** The consumer's max_batch_size in wrangler.toml: the queue hands it that many images, which it handles at once. */
 const CONSUMER_BATCH = 10;
 const SEARCH_BUDGET_MS = 50;
-const THROUGHPUT_TARGET = 0.8;
-/** Issue 19: /uploadsearch during an ingest against idle, p50 and p95; idle against the raw prediction; inserts while searching. */
+/** Issue 46: inserts through the queue against the inference service's own rate. */
+const THROUGHPUT_TARGET = 0.9;
+/** Issue 19: /uploadsearch during an ingest against idle, p50 and p95; idle against the raw prediction. */
 const DURING_INGEST_P50_RATIO = 1.3;
 const DURING_INGEST_P95_RATIO = 1.5;
 const IDLE_TO_RAW_RATIO = 1.5;
-const INSERT_WHILE_SEARCHING_TARGET = 0.8;
+/** Inserts against their speed alone: while one search a second arrives (issue 19), and while two clients search back to back (issue 46). */
+const INSERT_AT_STEADY_SEARCHES_TARGET = 0.8;
+const INSERT_UNDER_SEARCH_PRESSURE_TARGET = 0.4;
 /** The search bench's query image (test/bench/search.bench-run.ts): the detector finds nothing in it. */
 const CONTENTION_QUERY = 'skimage_chelsea.jpg';
-/** Raw and idle samples each: the ratios' denominators, whose p95 is noisy over fewer (30 moved it by 20 %). */
+/**
+ * Raw and idle samples each, and about as many searches during each ingest (at one a second, the ingest is sized to
+ * last as many seconds): the ratios' terms, whose p95 is noisy over fewer (30 moved it by 20 %).
+ */
 const CONTENTION_SAMPLES = 60;
-/** A shop's steady search traffic on one modest host, for the throughput of inserts meanwhile. */
+/**
+ * A shop's steady search traffic on one modest host (issue 46: "at one search a second"): the searches timed during an
+ * ingest, and those the throughput of inserts is measured under.
+ */
 const STEADY_SEARCHES_PER_SECOND = 1;
 /** How long two clients search back to back while images are inserted: inserts then crawl, and the rest goes unsearched. */
 const SEARCH_PRESSURE_SECONDS = 30;
@@ -106,12 +127,12 @@ const imageFiles = (): string[] =>
  * The model `--embed-model` names among those the inference service loads (its default when absent): the service is
  * started alone for the moment it takes to list them (the models load; a hub model is downloaded the first time).
  */
-async function chooseModel(): Promise<LoadedModel> {
+async function chooseModel(log: CommandLog): Promise<LoadedModel> {
   const port = await freePort();
   const secret = randomBytes(16).toString('hex');
   console.log('Which embedding models the inference service loads...');
   // A first start on an hf: model downloads it before the service is ready: minutes.
-  const service = await startInference(port, { secret, ...(process.env.INFERENCE_EMBED_MODELS && { timeoutMs: 30 * 60_000 }) });
+  const service = await startInference(port, { secret, output: log.fd, ...(process.env.INFERENCE_EMBED_MODELS && { timeoutMs: 30 * 60_000 }) });
   try {
     const loaded = await loadedEmbedModels(`http://127.0.0.1:${port}`);
     const named = namesOf(args['embed-model'] === undefined ? [] : [args['embed-model']]);
@@ -347,7 +368,9 @@ type Contention = {
   queryImage: string;
   raw: Latency;
   idle: Latency & { steps: Record<string, number> };
+  /** Searches arriving STEADY_SEARCHES_PER_SECOND a second while `ingestImages` images go in, every round's pooled. */
   duringIngest: Latency & { steps: Record<string, number> };
+  ingestImages: number;
   /** Each ingest searched during: the idle p50 before and after it, and its own ratios to that idle. */
   ingestRounds: ({ idleP50: [number, number] } & RatiosToIdle)[];
   insertWhileSearching: { images: number; seconds: number; imagesPerSecond: number; searches: number };
@@ -355,27 +378,33 @@ type Contention = {
 };
 
 /**
- * Searches and inserts at once (issue 19), within one run on the insert run's stack: the query image's raw
- * `embed,detect` (the floor); /uploadsearch idle; /uploadsearch back to back while a fresh copy of the images is
- * inserted; inserts while two clients search back to back; and inserts while searches arrive at a steady rate.
+ * Searches and inserts at once (issues 19 and 46), within one run on the insert run's stack: the query image's raw
+ * `embed,detect` (the floor); /uploadsearch idle, one after another; /uploadsearch arriving one a second while fresh
+ * copies of the images are inserted, as many copies as last CONTENTION_SAMPLES seconds at `insertRate` (the rate of
+ * inserts alone, just measured: a p95 of the searches needs about that many); inserts while two clients search back to
+ * back; and inserts while searches arrive at a steady rate.
  * The raw and idle samples are taken half before each ingest and half after it: this host's speed drifts by 10 %
  * or more within minutes, and the searches during an ingest are compared with the idle ones around them; with
  * several ingest rounds, the ratios pool every round's samples and each round's own ratios are listed too.
  */
-async function measureContention(stack: LocalStack, admin: AdminConfig, auth: AuthHeader, images: ImageServer, embedModel: string): Promise<Contention> {
+async function measureContention(stack: LocalStack, admin: AdminConfig, auth: AuthHeader, images: ImageServer, embedModel: string, insertRate: number): Promise<Contention> {
   const query = new Uint8Array(await readFile(path.join(IMAGES_DIR, CONTENTION_QUERY)));
   const rawSamples: Timed[] = [];
   const sampleIdle = async (): Promise<Timed[]> => {
     rawSamples.push(...(await timed(CONTENTION_SAMPLES / 2, () => rawPrediction(stack, query, embedModel))));
     return timed(CONTENTION_SAMPLES / 2, () => uploadSearch(stack, auth, query));
   };
+  const ingestImages: ImageServer = {
+    ...images,
+    copies: Math.max(images.copies, Math.ceil((CONTENTION_SAMPLES * insertRate) / (images.files.length * STEADY_SEARCHES_PER_SECOND))),
+  };
   const rounds: { idle: [Timed[], Timed[]]; during: Timed[] }[] = [];
   for (let round = 1; round <= Number(args['ingest-rounds']); round++) {
     console.log(`Search latency against inserts (round ${round}): ${CONTENTION_QUERY}, raw and idle...`);
     const before = await sampleIdle();
-    console.log(`... while ${images.files.length * images.copies} images are inserted...`);
-    const ingest = insertThroughput(stack, await createApplication(admin, `bench-ingest-${round}`, embedModel), images, `ingest-${round}-`);
-    const during = await backToBack(1, ingest, () => uploadSearch(stack, auth, query));
+    console.log(`... while ${ingestImages.files.length * ingestImages.copies} images are inserted, ${STEADY_SEARCHES_PER_SECOND} search a second...`);
+    const ingest = insertThroughput(stack, await createApplication(admin, `bench-ingest-${round}`, embedModel), ingestImages, `ingest-${round}-`);
+    const during = await atSteadyRate(STEADY_SEARCHES_PER_SECOND, ingest, () => uploadSearch(stack, auth, query));
     await ingest;
     console.log('... raw and idle again...');
     rounds.push({ idle: [before, await sampleIdle()], during });
@@ -404,6 +433,7 @@ async function measureContention(stack: LocalStack, admin: AdminConfig, auth: Au
     raw: latencyOf(durations(rawSamples)),
     idle: latency(rounds.flatMap(({ idle }) => idle.flat())),
     duringIngest: latency(rounds.flatMap(({ during }) => during)),
+    ingestImages: ingestImages.files.length * ingestImages.copies,
     ingestRounds,
     insertWhileSearching: { images: underPressure, seconds: pressureSeconds, imagesPerSecond: underPressure / pressureSeconds, searches: searches.length },
     insertAtSteadySearches: { ...(await steady), searches: latencyOf(steadySearches.map(({ ms }) => ms)) },
@@ -412,7 +442,7 @@ async function measureContention(stack: LocalStack, admin: AdminConfig, auth: Au
 
 type Measured<T> = T & { cpu: CpuShare };
 
-async function measureThroughput(embedModel: string): Promise<{
+async function measureThroughput(embedModel: string, log: CommandLog): Promise<{
   raw: Measured<Throughput>;
   insert: Measured<InsertThroughput>;
   ratio: number;
@@ -423,7 +453,7 @@ async function measureThroughput(embedModel: string): Promise<{
   rmSync(persistTo, { recursive: true, force: true });
   const admin: AdminConfig = { baseUrl: '', token: 'bench-admin-token' };
   const [port, inferencePort] = [await freePort(), await freePort()];
-  const stack = await startLocalStack({ port, inferencePort, adminToken: admin.token, persistTo });
+  const stack = await startLocalStack({ port, inferencePort, adminToken: admin.token, persistTo, log: log.fd });
   admin.baseUrl = stack.baseUrl;
   const memory = sampleMemory(process.pid, processKind);
   const imagesPort = await freePort();
@@ -441,7 +471,7 @@ async function measureThroughput(embedModel: string): Promise<{
     const accepted = Array.from({ length: images.copies }, (_, copy) => images.files.filter((file) => !refused.has(`${copy}-${file}`))).flat();
     console.log(`Raw inference throughput: ${accepted.length} images to /predict, ${CONSUMER_BATCH} at a time...`);
     const raw = await withCpu(() => rawThroughput(stack, accepted, embedModel));
-    const contention = await measureContention(stack, admin, auth, images, embedModel);
+    const contention = await measureContention(stack, admin, auth, images, embedModel, insert.imagesPerSecond);
     return { raw, insert, ratio: insert.imagesPerSecond / raw.imagesPerSecond, contention, memory: memory.stop() };
   } finally {
     fixtures.closeAllConnections();
@@ -453,24 +483,19 @@ async function measureThroughput(embedModel: string): Promise<{
 type SearchRun = { queryImage: string; results: { size: number; fillSeconds: number; search: Latency; uploadsearch: Latency }[] };
 
 /** `vitest.bench.config.ts` in workerd with the real bindings: synthetic collections, the Worker's own routes. */
-async function measureSearch(sizes: string): Promise<SearchRun & { memory: Record<string, Memory> }> {
+async function measureSearch(sizes: string, log: CommandLog): Promise<SearchRun & { memory: Record<string, Memory> }> {
   rmSync(SEARCH_OUT, { force: true });
-  const log = path.join(ROOT, '.local/bench-search.log');
-  console.log(`Search latency at ${sizes} images (vitest.bench.config.ts, log in ${path.relative(ROOT, log)})...`);
+  console.log(`Search latency at ${sizes} images (vitest.bench.config.ts)...`);
   const child: ChildProcess = spawn(process.execPath, [path.join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', '-c', 'vitest.bench.config.ts'], {
     cwd: ROOT,
     // The Worker tests' setup runs wrangler.toml's EMBED_MODEL: its inference service loads the bundled models.
     env: { ...withoutEmbedModels(process.env), BENCH_SIZES: sizes, BENCH_SEARCH_OUT: SEARCH_OUT },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', log.fd, log.fd],
   });
-  const output: Buffer[] = [];
-  child.stdout!.on('data', (chunk: Buffer) => output.push(chunk));
-  child.stderr!.on('data', (chunk: Buffer) => output.push(chunk));
   const memory = sampleMemory(child.pid!, processKind);
   const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
   const usage = memory.stop();
-  writeFileSync(log, Buffer.concat(output));
-  if (code !== 0) throw new Error(`the search bench failed (exit ${code}); see ${log}`);
+  if (code !== 0) throw new Error(`the search bench (vitest.bench.config.ts) failed (exit ${code})`);
   return { ...(JSON.parse(readFileSync(SEARCH_OUT, 'utf8')) as SearchRun), memory: usage };
 }
 
@@ -490,20 +515,20 @@ const mib = (memory: Memory | undefined): string => (memory ? `${memory.peakRssM
 const meets = (ok: boolean): string => (ok ? 'met' : 'NOT met');
 
 /** `--only distance`: its rows replace the `distance` of the last report, the rest of which stays. */
-async function distanceOnly(): Promise<void> {
-  const distance = await measureDistance();
+async function distanceOnly(log: CommandLog): Promise<void> {
+  const distance = await measureDistance(log.fd);
   const previous = existsSync(OUT) ? (JSON.parse(readFileSync(OUT, 'utf8')) as Record<string, unknown>) : {};
   writeFileSync(OUT, `${JSON.stringify({ ...previous, distance }, null, 2)}\n`);
-  console.log(`\n${distanceReport(distance)}\n\n${distance.seconds.toFixed(0)} s in all. JSON: ${path.relative(ROOT, OUT)} (distance)`);
+  console.log(`\n${distanceReport(distance)}\n\n${distance.seconds.toFixed(0)} s in all. JSON: ${path.relative(ROOT, OUT)} (distance); the local stacks' output: ${log.shown}`);
 }
 
 /** `--only rows`: bytes of D1 per image and a move, replacing the `rows` of the last report, the rest of which stays. */
-async function rowsOnly(): Promise<void> {
-  const rows = await measureRows();
+async function rowsOnly(log: CommandLog): Promise<void> {
+  const rows = await measureRows(log.fd);
   const previous = existsSync(OUT) ? (JSON.parse(readFileSync(OUT, 'utf8')) as Record<string, unknown>) : {};
   writeFileSync(OUT, `${JSON.stringify({ ...previous, rows }, null, 2)}\n`);
   const table = rowsReport(rows).map((row) => `| ${row.join(' | ')} |`).join('\n');
-  console.log(`\n| what | measured | target |\n| --- | --- | --- |\n${table}\n\n${rows.seconds.toFixed(0)} s in all. JSON: ${path.relative(ROOT, OUT)} (rows)`);
+  console.log(`\n| what | measured | target |\n| --- | --- | --- |\n${table}\n\n${rows.seconds.toFixed(0)} s in all. JSON: ${path.relative(ROOT, OUT)} (rows); the local stack's output: ${log.shown}`);
 }
 
 /** `--only detector`: INFERENCE_DETECTOR's detector in the Hugging Face layout, on each runtime, printed (not kept). */
@@ -607,21 +632,27 @@ function tuningOnly(): void {
   console.log(`\n| ${header.join(' | ')} |\n|${header.map(() => ' --- |').join('')}\n${rows.map((row) => `| ${row.join(' | ')} |`).join('\n')}`);
 }
 
+/** The local stacks' output, opened (emptied) by the parts that start one; a failed run prints its last lines. */
+let stackLog: CommandLog | undefined;
+const openStackLog = (): CommandLog => (stackLog ??= openCommandLog(commandLogFile('bench')));
+
 async function main(): Promise<void> {
   mkdirSync(path.dirname(OUT), { recursive: true });
-  if (args.only === 'distance') return distanceOnly();
-  if (args.only === 'rows') return rowsOnly();
+  if (args.only === 'distance') return distanceOnly(openStackLog());
+  if (args.only === 'rows') return rowsOnly(openStackLog());
   if (args.only === 'detector') return detectorOnly();
   if (args.only === 'tuning') return tuningOnly();
   if (args.only !== undefined) throw new Error(`--only: distance, rows, detector or tuning run alone, got ${args.only}`);
   const started = performance.now();
-  const model = await chooseModel();
+  const log = openStackLog();
+  console.log(`The local stacks' output: ${log.shown}`);
+  const model = await chooseModel(log);
   console.log(`Embedding model: ${model.label}, ${model.id} (INFERENCE_EMBED_MODELS entry ${model.entryName})`);
   const inference = await measureInference(model);
-  const throughput = await measureThroughput(model.id);
-  const search = await measureSearch(args.sizes!);
-  const distance = await measureDistance();
-  const dbRows = await measureRows();
+  const throughput = await measureThroughput(model.id, log);
+  const search = await measureSearch(args.sizes!, log);
+  const distance = await measureDistance(log.fd);
+  const dbRows = await measureRows(log.fd);
   const searchModel = workerTestsModel();
 
   const rows: [string, string, string][] = [];
@@ -660,9 +691,11 @@ async function main(): Promise<void> {
     `${ms(idle.p50)} / ${ms(idle.p95)}; ${steps(idle.steps)}; ${ingestRounds.map(({ idleP50 }) => idleP50.map(ms).join(' / ')).join(', ')}; p50 ${(idle.p50 / contention.raw.p50).toFixed(2)}x raw`,
     `p50 <= ${IDLE_TO_RAW_RATIO}x raw: ${meets(idle.p50 <= IDLE_TO_RAW_RATIO * contention.raw.p50)}`,
   ]);
+  // Fewer searches than a p95 wants: the ingests went faster than the insert rate they were sized by.
+  const fewSearches = duringIngest.requests < CONTENTION_SAMPLES ? `, fewer than the ${CONTENTION_SAMPLES} a p95 wants: the ingest ended first` : '';
   rows.push([
-    `/uploadsearch during a ${insert.images}-image ingest (p50 / p95; ratio to idle${ingestRounds.length > 1 ? `; each of ${ingestRounds.length} ingests` : ''})`,
-    `${ms(duringIngest.p50)} / ${ms(duringIngest.p95)} (${duringIngest.requests} searches); ${ratiosText(pooled)}${
+    `/uploadsearch during a ${contention.ingestImages}-image ingest, ${STEADY_SEARCHES_PER_SECOND} a second (p50 / p95; ratio to idle${ingestRounds.length > 1 ? `; each of ${ingestRounds.length} ingests` : ''})`,
+    `${ms(duringIngest.p50)} / ${ms(duringIngest.p95)} (${duringIngest.requests} searches${fewSearches}); ${ratiosText(pooled)}${
       ingestRounds.length > 1 ? `; ${ingestRounds.map(ratiosText).join(', ')}` : ''
     }`,
     `<= ${DURING_INGEST_P50_RATIO}x / ${DURING_INGEST_P95_RATIO}x: ${meets(pooled.p50Ratio <= DURING_INGEST_P50_RATIO && pooled.p95Ratio <= DURING_INGEST_P95_RATIO)}`,
@@ -671,14 +704,14 @@ async function main(): Promise<void> {
   rows.push([
     `insert while two clients search back to back (${SEARCH_PRESSURE_SECONDS} s)`,
     `${insertWhileSearching.imagesPerSecond.toFixed(2)} images/s (${insertWhileSearching.images} images, ${insertWhileSearching.searches} searches meanwhile), ${(searchingRatio * 100).toFixed(0)} % of alone`,
-    '',
+    `>= ${INSERT_UNDER_SEARCH_PRESSURE_TARGET * 100} % of alone: ${meets(searchingRatio >= INSERT_UNDER_SEARCH_PRESSURE_TARGET)}`,
   ]);
   const { insertAtSteadySearches: steady } = contention;
   const steadyRatio = steady.imagesPerSecond / insert.imagesPerSecond;
   rows.push([
     `insert while ${STEADY_SEARCHES_PER_SECOND} /uploadsearch a second arrives (searches p50 / p95)`,
     `${steady.imagesPerSecond.toFixed(2)} images/s, ${(steadyRatio * 100).toFixed(0)} % of alone (${ms(steady.searches.p50)} / ${ms(steady.searches.p95)})`,
-    `>= ${INSERT_WHILE_SEARCHING_TARGET * 100} % of alone: ${meets(steadyRatio >= INSERT_WHILE_SEARCHING_TARGET)}`,
+    `>= ${INSERT_AT_STEADY_SEARCHES_TARGET * 100} % of alone: ${meets(steadyRatio >= INSERT_AT_STEADY_SEARCHES_TARGET)}`,
   ]);
   // Said where they are not on the benched model.
   const onModel = searchModel === model.id ? '' : `; on EMBED_MODEL ${searchModel}`;
@@ -709,10 +742,11 @@ async function main(): Promise<void> {
   console.log(`\nEmbedding model: ${model.label}, ${model.id}`);
   console.log(`\n| what | measured | target |\n| --- | --- | --- |\n${rows.map((row) => `| ${row.join(' | ')} |`).join('\n')}`);
   console.log(`\n${distanceReport(distance)}`);
-  console.log(`\n${report.seconds.toFixed(0)} s in all. JSON: ${path.relative(ROOT, OUT)}`);
+  console.log(`\n${report.seconds.toFixed(0)} s in all. JSON: ${path.relative(ROOT, OUT)}; the local stacks' output: ${log.shown}`);
 }
 
 main().catch((error: unknown) => {
-  console.error(error instanceof Error ? error.message : error);
+  const message = error instanceof Error ? error.message : String(error);
+  console.error(stackLog ? stackLog.failure(`npm run bench failed: ${message}`) : message);
   process.exit(1);
 });

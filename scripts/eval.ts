@@ -8,6 +8,7 @@ import sharp from 'sharp';
 import { seededRandom } from '../inference/src/random.ts';
 import { IMAGES_DIR as IMAGES_DIR_DEFAULT } from '@edge-image-search/devtools/fixture-images';
 import { freePort } from '@edge-image-search/devtools/free-port';
+import { commandLogFile, openCommandLog, type CommandLog } from './lib/command-log.ts';
 import { createApplicationWithId, imageNameOf, INSERT_BATCH, insertForm, waitForInsert, type AuthHeader } from './lib/api-client.ts';
 import { adminRequest, type Field } from './lib/admin-client.ts';
 import { chooseEmbedModels, loadedEmbedModels, namesOf, type LoadedModel } from './lib/embed-model-choice.ts';
@@ -47,6 +48,8 @@ import { isHeldOut } from '../src/tuning/held-out.ts';
  * recomputed there set beside the tuning's own report; then, on the default model, how many labels per shape it
  * needs. The report and the recomputation must agree: a disagreement is printed loudly. `--tuning-only` runs (e)
  * alone (about 3.5 minutes here; `--tuning-images /usr/share/tuxpaint/stamps` adds about 5 more).
+ * The terminal shows the progress and the tables; the local stack's output (migrations, wrangler, the Worker's request
+ * lines, the inference service) goes to `.local/logs/eval.log`, whose last lines a failed run prints.
  */
 
 const { values: args } = parseArgs({
@@ -106,6 +109,8 @@ type ModelApp = { model: EmbedModel; api: Api; failed: Set<string>; insertSecond
 type ModelRetrieval = { app: ModelApp; nearDuplicates: NearDuplicateReport; categories: CategoryReport; searchSeconds: number };
 
 let stack: LocalStack | undefined;
+/** The local stack's output, opened (emptied) once the arguments are read. */
+let stackLog: CommandLog | undefined;
 const imageServers: http.Server[] = [];
 /** (e)'s rendered images. */
 let tuningTemp: string | undefined;
@@ -129,9 +134,19 @@ async function main(): Promise<void> {
   await rm(STATE_DIR, { recursive: true, force: true });
   const [port, inferencePort, imagesPort] = [await freePort(), await freePort(), await freePort()];
   imageServers.push(await serveFiles(imagesPort, (file) => path.join(IMAGES_DIR, file)));
-  // Request logs at info level would bury the report.
-  process.env.WRANGLER_LOG ??= 'warn';
-  stack = await startLocalStack({ port, inferencePort, adminToken: ADMIN_TOKEN, persistTo: STATE_DIR, onExit: (code) => stopAll(code ?? 1) });
+  stackLog = openCommandLog(commandLogFile('eval'));
+  console.log(`The local stack's output: ${stackLog.shown}`);
+  stack = await startLocalStack({
+    port,
+    inferencePort,
+    adminToken: ADMIN_TOKEN,
+    persistTo: STATE_DIR,
+    log: stackLog.fd,
+    onExit: (code) => {
+      console.error(stackLog!.failure(`wrangler stopped (exit code ${code}).`));
+      stopAll(1);
+    },
+  });
   const models = await selectedModels(stack);
   const defaultModel = models.find((model) => model.isDefault) ?? models[0]!;
 
@@ -146,7 +161,7 @@ async function main(): Promise<void> {
     ...(searches ? [`${searches.report.images.inserted} images, ${searches.apps.length} model${searches.apps.length === 1 ? '' : 's'}; ${searches.searchSeconds.toFixed(0)} s of searches`] : []),
     ...(tuning ? [`tuning ${tuning.seconds.toFixed(0)} s`] : []),
   ];
-  console.log(`\n${parts.join('; ')}; ${report.seconds.total.toFixed(0)} s in all. JSON: ${REPORT_FILE}`);
+  console.log(`\n${parts.join('; ')}; ${report.seconds.total.toFixed(0)} s in all. JSON: ${REPORT_FILE}; the local stack's output: ${stackLog.shown}`);
   if (tuning?.disagreements.length) console.error(`\nTUNING REPORT AND /search DISAGREE (${tuning.disagreements.length}): ${tuning.disagreements.join('; ')}`);
 }
 
@@ -342,7 +357,8 @@ async function evaluateNearDuplicates(api: Api, entries: Entry[]): Promise<NearD
         const rank = result.findIndex((item) => item.im_name === entry.name);
         ranks.get(transform.name)!.push(rank < 0 ? undefined : rank + 1);
         if (rank !== 0) misses.push({ im_name: entry.name, kind: entry.kind, transform: transform.name, rank: rank < 0 ? null : rank + 1 });
-        if (++done % 100 === 0) console.log(`${done}/${total} near-duplicate searches`);
+        // A quarter at a time: the whole run prints under 100 lines.
+        if (++done % Math.ceil(total / 4) === 0) console.log(`${done}/${total} near-duplicate searches`);
       }
     }
   });
@@ -530,7 +546,8 @@ function mean(values: number[]): number {
 main().then(
   () => stopAll(0),
   (error: unknown) => {
-    console.error(error instanceof Error ? error.message : error);
+    const message = error instanceof Error ? error.message : String(error);
+    console.error(stackLog ? stackLog.failure(`npm run eval failed: ${message}`) : message);
     stopAll(1);
   },
 );

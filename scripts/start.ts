@@ -1,5 +1,6 @@
-import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { commandLogFile, openCommandLog } from './lib/command-log.ts';
 import { adminRequest, DEFAULT_ADMIN_TOKEN, type AdminConfig, type Field } from './lib/admin-client.ts';
 import { simulatedDistance, startLocalStack, type LocalStack } from './lib/local-stack.ts';
 import { DEMO_KEYS, removeStackRecord, stackDir, writeStackRecord } from './lib/stack-record.ts';
@@ -18,7 +19,7 @@ const admin: AdminConfig = { baseUrl: `http://127.0.0.1:${port}`, token: process
 const dir = stackDir();
 const demoFile = path.join(dir, DEMO_KEYS);
 // Another STACK_DIR (a test's) keeps its log beside its data, away from the usual npm start's.
-const logFile = process.env.STACK_DIR ? path.join(dir, 'start.log') : path.join(ROOT, '.local/logs/start.log');
+const logFile = process.env.STACK_DIR ? path.join(dir, 'start.log') : commandLogFile('start');
 const shown = (file: string): string => path.relative(ROOT, file);
 
 /** The fields the README's examples use (README, Use it). */
@@ -30,8 +31,7 @@ const DEMO_SCHEMA: Field[] = [
   { name: 'description', type: 'text', searchable: true },
 ];
 
-mkdirSync(path.dirname(logFile), { recursive: true });
-const log = openSync(logFile, 'w');
+const log = openCommandLog(logFile);
 let stack: LocalStack | undefined;
 let stopping = false;
 
@@ -46,9 +46,8 @@ process.on('SIGTERM', () => stopAll(0));
 
 /** Says what went wrong with the log's last lines (where wrangler's and the service's errors are), then stops. */
 function fail(message: string): never {
-  closeSync(log);
-  const tail = readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-30);
-  console.error(`${message}\n\nThe last lines of ${shown(logFile)}:\n${tail.map((line) => `  ${line}`).join('\n')}\n\nThe whole log: ${shown(logFile)}`);
+  log.close();
+  console.error(log.failure(message));
   return stopAll(1);
 }
 
@@ -103,7 +102,7 @@ function describeModels(running: LocalStack, demo: { app_id: string; embedModel:
 }
 
 async function main(): Promise<void> {
-  console.log(`Starting image search on 127.0.0.1:${port} (details in ${shown(logFile)})...`);
+  console.log(`Starting image search on 127.0.0.1:${port} (details in ${log.shown})...`);
   // D1_SIMULATED_PRIMARY_MS and D1_SIMULATED_REPLICA_MS, when set here, reach the Worker (README, Run it).
   stack = await startLocalStack({
     port,
@@ -111,7 +110,7 @@ async function main(): Promise<void> {
     adminToken: admin.token,
     persistTo: path.join(dir, 'state'),
     vars: simulatedDistance(),
-    log,
+    log: log.fd,
     onExit: (code) => stopping || fail(`wrangler stopped (exit code ${code}).`),
   });
 
@@ -144,7 +143,7 @@ Demo application ${demo.app_id} (schema: ${demo.fields.map(({ name, type }) => `
 Load the test images:  npm run import -- test/fixtures/images
 (npm run import and npm run admin find this stack by ${shown(path.join(dir, 'stack.json'))})
 
-Migrations, wrangler's and the inference service's output: ${shown(logFile)}. Ctrl-C stops.`);
+Migrations, wrangler's and the inference service's output: ${log.shown}. Ctrl-C stops.`);
 }
 
 main().catch((error: unknown) => fail(`npm start failed: ${error instanceof Error ? error.message : String(error)}`));

@@ -50,21 +50,22 @@ export type DistanceRun = { date: string; replicaMs: number; catalogImages: numb
 
 type Endpoint = { name: string; request: (i: number) => Promise<Response> };
 
-export async function measureDistance(): Promise<DistanceRun> {
+/** `log`: a file descriptor for the local stacks' output (`npm run bench`'s log). */
+export async function measureDistance(log: number): Promise<DistanceRun> {
   const started = performance.now();
   const rows: DistanceRow[] = [];
-  for (const primaryMs of PRIMARY_MS) rows.push(...(await measureAt(primaryMs)));
+  for (const primaryMs of PRIMARY_MS) rows.push(...(await measureAt(primaryMs, log)));
   return { date: new Date().toISOString(), replicaMs: REPLICA_MS, catalogImages: CATALOG_IMAGES, warmUp: WARM_UP_REQUESTS, rows, seconds: (performance.now() - started) / 1000 };
 }
 
-async function measureAt(primaryMs: number): Promise<DistanceRow[]> {
+async function measureAt(primaryMs: number, log: number): Promise<DistanceRow[]> {
   console.log(`Distance: the D1 primary ${primaryMs} ms away, a replica ${REPLICA_MS} ms...`);
   const persistTo = path.join(ROOT, '.wrangler/bench-distance-state');
   rmSync(persistTo, { recursive: true, force: true });
   const admin: AdminConfig = { baseUrl: '', token: 'bench-admin-token' };
   const [port, inferencePort, imagesPort] = [await freePort(), await freePort(), await freePort()];
   const vars = { D1_SIMULATED_PRIMARY_MS: String(primaryMs), D1_SIMULATED_REPLICA_MS: String(REPLICA_MS) };
-  const stack = await startLocalStack({ port, inferencePort, adminToken: admin.token, persistTo, vars });
+  const stack = await startLocalStack({ port, inferencePort, adminToken: admin.token, persistTo, vars, log });
   admin.baseUrl = stack.baseUrl;
   const fixtures = await startFixtureServer(imagesPort);
   try {

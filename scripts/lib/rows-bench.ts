@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { closeSync, openSync, readdirSync, rmSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { IMAGES_DIR } from '@edge-image-search/devtools/fixture-images';
 import { startFixtureServer } from '@edge-image-search/devtools/fixture-server';
@@ -31,14 +31,14 @@ export type RowsState = { bytes: number; bytesPerImage: number };
 export type MoveRun = { rows: number; heldSeconds: number; seconds: number };
 export type RowsRun = { date: string; images: number; stored: number; itemsKept: RowsState; steady: RowsState; move: MoveRun; seconds: number };
 
-export async function measureRows(): Promise<RowsRun> {
+/** `log`: a file descriptor for the local stack's output (`npm run bench`'s log). */
+export async function measureRows(log: number): Promise<RowsRun> {
   const started = performance.now();
   console.log('Bytes of D1 per image: inserting the test images with no metadata...');
   const persistTo = path.join(ROOT, '.wrangler/bench-rows-state');
   rmSync(persistTo, { recursive: true, force: true });
   const admin: AdminConfig = { baseUrl: '', token: 'bench-admin-token' };
   const [port, inferencePort, imagesPort] = [await freePort(), await freePort(), await freePort()];
-  const log = openSync(path.join(ROOT, '.local/bench-rows.log'), 'w');
   const stack = await startLocalStack({ port, inferencePort, adminToken: admin.token, persistTo, log });
   admin.baseUrl = stack.baseUrl;
   const fixtures = await startFixtureServer(imagesPort);
@@ -57,7 +57,6 @@ export async function measureRows(): Promise<RowsRun> {
     fixtures.close();
     stack.stop();
     await Promise.all(stack.children.map((child) => (child.exitCode === null && child.signalCode === null ? once(child, 'exit') : undefined)));
-    closeSync(log);
   }
 }
 

@@ -2,9 +2,10 @@ import { env } from 'cloudflare:test';
 import { inject, it } from 'vitest';
 import { inference } from '../../src/ports/inference';
 import { embedModelNumber, registerEmbedModel } from '../../src/storage/model-numbers';
+import { DATABASE_SLOTS } from '../../src/storage/sequence';
 import { imageVectors } from '../../src/storage/vectors';
 import { latencyOf, type Latency } from '../../scripts/lib/latency';
-import { basicAuth, call, createApp, imageBytes, uploadsearch, type Credentials } from '../worker/helpers';
+import { appOf, basicAuth, call, catalogOf, createApp, databaseNames, imageBytes, uploadsearch, type Credentials } from '../worker/helpers';
 
 /**
  * `npm run bench`, search latency: fills one application with synthetic images (D1 rows, random unit vectors through
@@ -37,22 +38,25 @@ function unitVector(dimensions: number): number[] {
 const imName = (i: number): string => `synthetic-${i}`;
 
 /**
- * Adds images `from` to `to - 1`: rows as an applied insert writes them, with ids from the same allocator
- * (migrations/0008), in a few statements per chunk (an insert itself takes about 2.5 ms an image here, minutes for
- * 100k), and their vectors through the index port.
+ * Adds images `from` to `to - 1`: rows as an applied insert writes them, in the application's catalog database, with
+ * ids from that database's allocator (migrations/0008; storage/sequence.ts: its count times DATABASE_SLOTS plus its
+ * position), in a few statements per chunk (an insert itself takes about 2.5 ms an image here, minutes for 100k), and
+ * their vectors through the index port.
  */
 async function fill(appId: string, dimensions: number, from: number, to: number): Promise<void> {
+  const db = await catalogOf(appId);
+  const position = databaseNames().indexOf((await appOf(appId)).database);
   for (let start = from; start < to; start += FILL_CHUNK) {
     const names = Array.from({ length: Math.min(FILL_CHUNK, to - start) }, (_, k) => imName(start + k));
     const now = Date.now();
-    const [allocated] = await env.DB.batch<{ id: number }>([
-      env.DB.prepare('INSERT INTO image_ids (id) SELECT NULL FROM json_each(?) WHERE true RETURNING id').bind(JSON.stringify(names)),
-      env.DB.prepare('DELETE FROM image_ids'),
+    const [allocated] = await db.batch<{ id: number }>([
+      db.prepare('INSERT INTO image_ids (id) SELECT NULL FROM json_each(?) WHERE true RETURNING id').bind(JSON.stringify(names)),
+      db.prepare('DELETE FROM image_ids'),
     ]);
-    const rows = names.map((name, k) => [allocated!.results[k]!.id, name]);
-    await env.DB.batch([
-      registerEmbedModel(env.DB, env.EMBED_MODEL),
-      env.DB.prepare(
+    const rows = names.map((name, k) => [allocated!.results[k]!.id * DATABASE_SLOTS + position, name]);
+    await db.batch([
+      registerEmbedModel(db, env.EMBED_MODEL),
+      db.prepare(
         `INSERT INTO images (id, app_id, im_name, im_url, blob_key, format, width, height, metadata, object_count, colors, model, created_at, updated_at)
          SELECT json_extract(value, '$[0]'), ?1, json_extract(value, '$[1]'), 'https://example.com/' || json_extract(value, '$[1]') || '.jpg',
            ?1 || '/' || json_extract(value, '$[1]'),
