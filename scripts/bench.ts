@@ -31,6 +31,7 @@ import { startLocalStack, type LocalStack } from './lib/local-stack.ts';
 import { cpuSeconds, processKind, sampleMemory, type Memory } from './lib/process-usage.ts';
 import { serverTimingEntries } from './lib/server-timing.ts';
 import { ROOT, useLocalWrangler } from './lib/wrangler-env.ts';
+import { INSERT_ITEMS_IN_FLIGHT } from '../src/ingest/in-flight.ts';
 import { addLabelledVectors, decodeStatistics, emptyStatistics, encodeProjection, encodeStatistics, fitProjection, MAX_CLASSES } from '../src/tuning/projection.ts';
 
 /**
@@ -82,8 +83,6 @@ const { values: args } = parseArgs({
 });
 const OUT = path.join(ROOT, '.local/bench.json');
 const SEARCH_OUT = path.join(ROOT, '.local/bench-search.json');
-/** The consumer's max_batch_size in wrangler.toml: the queue hands it that many images, which it handles at once. */
-const CONSUMER_BATCH = 10;
 const SEARCH_BUDGET_MS = 50;
 /** Issue 46: inserts through the queue against the inference service's own rate. */
 const THROUGHPUT_TARGET = 0.9;
@@ -237,9 +236,9 @@ async function rawThroughput(stack: LocalStack, files: string[], embedModel: str
     await response.arrayBuffer();
     if (!response.ok) failed++;
   };
-  await pool(files.slice(0, CONSUMER_BATCH), CONSUMER_BATCH, predict); // warm-up
+  await pool(files.slice(0, INSERT_ITEMS_IN_FLIGHT), INSERT_ITEMS_IN_FLIGHT, predict); // warm-up
   const started = performance.now();
-  await pool(files, CONSUMER_BATCH, predict);
+  await pool(files, INSERT_ITEMS_IN_FLIGHT, predict);
   const seconds = (performance.now() - started) / 1000;
   return { images: files.length, failed, seconds, imagesPerSecond: (files.length - failed) / seconds };
 }
@@ -373,7 +372,8 @@ type Contention = {
   ingestImages: number;
   /** Each ingest searched during: the idle p50 before and after it, and its own ratios to that idle. */
   ingestRounds: ({ idleP50: [number, number] } & RatiosToIdle)[];
-  insertWhileSearching: { images: number; seconds: number; imagesPerSecond: number; searches: number };
+  /** With the two searchers' latency meanwhile, and theirs with no insert: what a search pays for the bulk floor. */
+  insertWhileSearching: { images: number; seconds: number; imagesPerSecond: number; searches: number; searchLatency: Latency; searchLatencyAlone: Latency };
   insertAtSteadySearches: InsertThroughput & { searches: Latency };
 };
 
@@ -415,6 +415,8 @@ async function measureContention(stack: LocalStack, admin: AdminConfig, auth: Au
     idleP50: idle.map((half) => latencyOf(durations(half)).p50) as [number, number],
     ...ratiosToIdle(latencyOf(durations(during)), latencyOf(durations(idle.flat()))),
   }));
+  console.log(`... two clients searching back to back for ${SEARCH_PRESSURE_SECONDS / 2} s, no insert...`);
+  const searchersAlone = await backToBack(2, new Promise((resolve) => setTimeout(resolve, (SEARCH_PRESSURE_SECONDS / 2) * 1000)), () => uploadSearch(stack, auth, query));
   console.log(`... and inserts while two clients search back to back for ${SEARCH_PRESSURE_SECONDS} s...`);
   const searchedApp = await createApplication(admin, 'bench-searched', embedModel);
   const pressureStarted = performance.now();
@@ -435,7 +437,14 @@ async function measureContention(stack: LocalStack, admin: AdminConfig, auth: Au
     duringIngest: latency(rounds.flatMap(({ during }) => during)),
     ingestImages: ingestImages.files.length * ingestImages.copies,
     ingestRounds,
-    insertWhileSearching: { images: underPressure, seconds: pressureSeconds, imagesPerSecond: underPressure / pressureSeconds, searches: searches.length },
+    insertWhileSearching: {
+      images: underPressure,
+      seconds: pressureSeconds,
+      imagesPerSecond: underPressure / pressureSeconds,
+      searches: searches.length,
+      searchLatency: latencyOf(durations(searches)),
+      searchLatencyAlone: latencyOf(durations(searchersAlone)),
+    },
     insertAtSteadySearches: { ...(await steady), searches: latencyOf(steadySearches.map(({ ms }) => ms)) },
   };
 }
@@ -464,12 +473,12 @@ async function measureThroughput(embedModel: string, log: CommandLog): Promise<{
     const auth = await createApplication(admin, 'bench', embedModel);
     // One consumer batch first, untimed, as the raw run warms up on one: the timed inserts then meet warm engine
     // sessions and a warm Worker, not the first runs of each.
-    await insertThroughput(stack, auth, { ...images, files: images.files.slice(0, CONSUMER_BATCH), copies: 1 }, 'warm-up-');
+    await insertThroughput(stack, auth, { ...images, files: images.files.slice(0, INSERT_ITEMS_IN_FLIGHT), copies: 1 }, 'warm-up-');
     const insert = await withCpu(() => insertThroughput(stack, auth, images, ''));
     // The images the Worker refused (too small, ...) never reach inference: the raw run leaves them out too.
     const refused = new Set(insert.errors.map(({ im_name }) => im_name));
     const accepted = Array.from({ length: images.copies }, (_, copy) => images.files.filter((file) => !refused.has(`${copy}-${file}`))).flat();
-    console.log(`Raw inference throughput: ${accepted.length} images to /predict, ${CONSUMER_BATCH} at a time...`);
+    console.log(`Raw inference throughput: ${accepted.length} images to /predict, ${INSERT_ITEMS_IN_FLIGHT} at a time...`);
     const raw = await withCpu(() => rawThroughput(stack, accepted, embedModel));
     const contention = await measureContention(stack, admin, auth, images, embedModel, insert.imagesPerSecond);
     return { raw, insert, ratio: insert.imagesPerSecond / raw.imagesPerSecond, contention, memory: memory.stop() };
@@ -669,7 +678,7 @@ async function main(): Promise<void> {
     if (t.hfDetectStep) rows.push([`detect by ${t.hfDetectStep.detector}, ${t.runtime} (ms/image)`, t.hfDetectStep.ms === null ? 'n/a: runs on ONNX only' : ms(t.hfDetectStep.ms), '']);
   }
   const { raw, insert, ratio } = throughput;
-  rows.push([`raw inference, embed+detect+colors, ${CONSUMER_BATCH} at a time`, `${raw.imagesPerSecond.toFixed(2)} images/s (${raw.images} in ${raw.seconds.toFixed(1)} s)`, '']);
+  rows.push([`raw inference, embed+detect+colors, ${INSERT_ITEMS_IN_FLIGHT} at a time`, `${raw.imagesPerSecond.toFixed(2)} images/s (${raw.images} in ${raw.seconds.toFixed(1)} s)`, '']);
   rows.push([
     'insert through the queue, to 100 %',
     `${insert.imagesPerSecond.toFixed(2)} images/s (${insert.images - insert.failed} of ${insert.images} in ${insert.seconds.toFixed(1)} s), ${(ratio * 100).toFixed(0)} % of raw`,
@@ -705,6 +714,12 @@ async function main(): Promise<void> {
     `insert while two clients search back to back (${SEARCH_PRESSURE_SECONDS} s)`,
     `${insertWhileSearching.imagesPerSecond.toFixed(2)} images/s (${insertWhileSearching.images} images, ${insertWhileSearching.searches} searches meanwhile), ${(searchingRatio * 100).toFixed(0)} % of alone`,
     `>= ${INSERT_UNDER_SEARCH_PRESSURE_TARGET * 100} % of alone: ${meets(searchingRatio >= INSERT_UNDER_SEARCH_PRESSURE_TARGET)}`,
+  ]);
+  const { searchLatency: paying, searchLatencyAlone: alone } = insertWhileSearching;
+  rows.push([
+    '/uploadsearch of two clients back to back: alone; while inserting (p50 / p95; what a search pays for the floor)',
+    `${ms(alone.p50)} / ${ms(alone.p95)}; ${ms(paying.p50)} / ${ms(paying.p95)} (${(paying.p50 / alone.p50).toFixed(2)}x / ${(paying.p95 / alone.p95).toFixed(2)}x)`,
+    '',
   ]);
   const { insertAtSteadySearches: steady } = contention;
   const steadyRatio = steady.imagesPerSecond / insert.imagesPerSecond;

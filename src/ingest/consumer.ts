@@ -2,6 +2,7 @@ import pMap from 'p-map';
 import type { Env } from '../env';
 import { deleteRetiredSoon } from '../storage/retired';
 import { handleInsertMessage } from './insert-item';
+import { INSERT_ITEMS_IN_FLIGHT } from './in-flight';
 import { handleJobMessage } from './job-step';
 import {
   isJobMessage,
@@ -26,14 +27,6 @@ async function deleteRetiredOf(env: Env, retiring: Retiring[]): Promise<void> {
   const apps = new Map(retiring.flatMap((app) => (app === undefined ? [] : [[app.id, app]])));
   await Promise.all([...apps.values()].map((app) => deleteRetiredSoon(env, app)));
 }
-
-/**
- * Insert items a consumer handles at once. A batch (wrangler.toml's max_batch_size) is larger than this: its items go
- * through as a pool, each finished one making room for the next, so that the inference service's bulk line stays
- * fed across the end of one item and the start of another; only the batch's last few leave it short (docs/decisions.md,
- * "Inserts at the service's speed"). It also bounds the images a consumer holds in memory at once.
- */
-export const INSERT_ITEMS_IN_FLIGHT = 10;
 
 /**
  * The ingest queue's batches: insert items side by side with the steps of jobs (reindexes, tunings), each message

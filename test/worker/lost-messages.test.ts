@@ -1,7 +1,7 @@
 import { createExecutionContext, createMessageBatch, env, getQueueResult } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import worker from '../../src/index';
-import { INSERT_ITEMS_IN_FLIGHT } from '../../src/ingest/consumer';
+import { INSERT_ITEMS_IN_FLIGHT } from '../../src/ingest/in-flight';
 import { MAX_SWEEPS, STALL_MINUTES } from '../../src/ingest/sweeper';
 import { createTransaction } from '../../src/storage/transactions';
 import { formatTimestamp } from '../../src/time';
