@@ -19,8 +19,8 @@ export const currentPriority = (): Priority => context.getStore() ?? 'interactiv
 /** Runs `job` (and everything it starts) as work of `priority`. */
 export const withPriority = <T>(priority: Priority, job: () => T): T => context.run(priority, job);
 
-/** INFERENCE_BULK_SHARE's default: under a saturating search load, inserts keep half of the service. */
-export const DEFAULT_BULK_SHARE = 0.5;
+/** INFERENCE_BULK_SHARE's default (docs/decisions.md, "Searches while a catalog loads"). */
+export const DEFAULT_BULK_SHARE = 0.25;
 
 /**
  * How far (ms of interactive time) interactive work may run ahead of its share before it waits for bulk work. A

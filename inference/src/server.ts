@@ -7,7 +7,7 @@
  * model set comes from INFERENCE_EMBED_MODELS, INFERENCE_DETECTOR, DETECTOR_LABELS
  * and INFERENCE_MAX_BATCH (models/registry.ts); INFERENCE_MAX_WAITING bounds the
  * predictions waiting for a slot (default 64), beyond which /predict answers
- * 503 busy at once; INFERENCE_BULK_SHARE (default 0.5) is the share of the
+ * 503 busy at once; INFERENCE_BULK_SHARE (default 0.25) is the share of the
  * service bulk work keeps while it waits (priority.ts). The port is bound at once and
  * models load behind it: /health answers as soon as the process listens,
  * /ready only once the models are loaded and warmed. Port 0 picks a free
