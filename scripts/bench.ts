@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import pMap from 'p-map';
 import { unstable_readConfig } from 'wrangler';
 import type { RgbPixels } from '../inference/src/image/decode.ts';
 import type { Runtime } from '../inference/src/runtime/runtime.ts';
@@ -107,15 +108,6 @@ const CONTENTION_SAMPLES = 60;
 const STEADY_SEARCHES_PER_SECOND = 1;
 /** How long two clients search back to back while images are inserted: inserts then crawl, and the rest goes unsearched. */
 const SEARCH_PRESSURE_SECONDS = 30;
-
-/** Runs `task` on each item, at most `concurrency` at a time. */
-async function pool<T>(items: T[], concurrency: number, task: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) await task(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-}
 
 const imageFiles = (): string[] =>
   readdirSync(IMAGES_DIR)
@@ -236,9 +228,9 @@ async function rawThroughput(stack: LocalStack, files: string[], embedModel: str
     await response.arrayBuffer();
     if (!response.ok) failed++;
   };
-  await pool(files.slice(0, INSERT_ITEMS_IN_FLIGHT), INSERT_ITEMS_IN_FLIGHT, predict); // warm-up
+  await pMap(files.slice(0, INSERT_ITEMS_IN_FLIGHT), predict, { concurrency: INSERT_ITEMS_IN_FLIGHT }); // warm-up
   const started = performance.now();
-  await pool(files, INSERT_ITEMS_IN_FLIGHT, predict);
+  await pMap(files, predict, { concurrency: INSERT_ITEMS_IN_FLIGHT });
   const seconds = (performance.now() - started) / 1000;
   return { images: files.length, failed, seconds, imagesPerSecond: (files.length - failed) / seconds };
 }

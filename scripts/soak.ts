@@ -3,6 +3,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import pMap from 'p-map';
 import sharp from 'sharp';
 import { seededRandom } from '../inference/src/random.ts';
 import { IMAGES_DIR, startFixtureServer } from '@edge-image-search/devtools/fixture-server';
@@ -349,12 +350,7 @@ async function soak(local: LocalStack, images: CatalogImage[], imagesUrl: string
   const polling = (async () => {
     while (!(trafficDone && (pending.size === 0 || performance.now() > graceDeadline))) {
       const next = performance.now() + POLL_MS;
-      const ids = [...pending.keys()];
-      await Promise.all(
-        Array.from({ length: POLL_CONCURRENCY }, async () => {
-          for (let id = ids.shift(); id !== undefined; id = ids.shift()) await pollOne(id);
-        }),
-      );
+      await pMap([...pending.keys()], pollOne, { concurrency: POLL_CONCURRENCY });
       await sleep(next - performance.now());
     }
   })();
