@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pMap from 'p-map';
 import sharp from 'sharp';
@@ -171,7 +172,6 @@ function serverMs(status: InsertStatus & { start_time?: string; update_time?: st
   return Number.isFinite(ms) && ms >= 0 ? ms : undefined;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
 function chooseOperation(draw: number, mix: [Operation, number][]): Operation {
   const total = mix.reduce((sum, [, share]) => sum + share, 0);
