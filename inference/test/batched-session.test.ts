@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { PriorityGate, withPriority } from '../src/priority.ts';
+import { currentPriority, PriorityGate, withPriority } from '../src/priority.ts';
 import { BatchedSession } from '../src/runtime/batched-session.ts';
 import type { Float32Tensor, InferenceSession } from '../src/runtime/runtime.ts';
 
@@ -91,7 +91,7 @@ describe('BatchedSession', () => {
   test('refuses a batched input and a bad cap', () => {
     const session = new BatchedSession(new RowSumSession(), 2);
     assert.throws(() => session.run({ data: new Float32Array(4), shape: [2, 2] }, ['sum']), /one input at a time/);
-    assert.throws(() => new BatchedSession(new RowSumSession(), 0), /positive integer/);
+    assert.throws(() => new BatchedSession(new RowSumSession(), 0), /positive integers/);
   });
 });
 
@@ -169,5 +169,25 @@ describe('BatchedSession through a PriorityGate', () => {
     releaseBulk();
     await bulkRun;
     assert.deepEqual(runs, ['start 1', 'start 100', 'end 100', 'end 1']);
+  });
+
+  test('bulk batches run side by side, as many as the runtime has bulk lanes; interactive ones one at a time', async () => {
+    let running = 0;
+    const most: Record<string, number> = {};
+    const engine: InferenceSession = {
+      async run(input) {
+        const priority = currentPriority();
+        most[priority] = Math.max(most[priority] ?? 0, ++running);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        running--;
+        return new Map([['sum', { data: input.data.slice(0, input.shape[0]), shape: [input.shape[0]!, 1] }]]);
+      },
+    };
+    const session = new BatchedSession(engine, 1, new PriorityGate(3, 2), 1, 2);
+    const answers = await Promise.all([1, 2, 3, 4, 5, 6].map((value) => bulk(session, value)));
+    assert.deepEqual(answers.map((outputs) => outputs.get('sum')!.data[0]), [1, 2, 3, 4, 5, 6]);
+    assert.equal(most.bulk, 2);
+    await Promise.all([1, 2, 3, 4].map((value) => interactive(session, value)));
+    assert.equal(most.interactive, 1);
   });
 });

@@ -114,11 +114,16 @@ describe('ONNX and tfjs-wasm agree', () => {
 
 /** CPU time (clock ticks) of this process's threads at `niceness`, from /proc (Linux keeps niceness per thread). */
 function cpuTicksAtNiceness(niceness: number): number {
-  let ticks = 0;
+  return [...cpuTicksByThreadAtNiceness(niceness).values()].reduce((sum, ticks) => sum + ticks, 0);
+}
+
+/** CPU time (clock ticks) of each of this process's threads at `niceness`, by thread id. */
+function cpuTicksByThreadAtNiceness(niceness: number): Map<string, number> {
+  const ticks = new Map<string, number>();
   for (const task of readdirSync('/proc/self/task')) {
     // The fields after the parenthesised name: utime and stime are the 12th and 13th, nice the 17th.
     const fields = readFileSync(`/proc/self/task/${task}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    if (Number(fields[16]) === niceness) ticks += Number(fields[11]) + Number(fields[12]);
+    if (Number(fields[16]) === niceness) ticks.set(task, Number(fields[11]) + Number(fields[12]));
   }
   return ticks;
 }
@@ -337,6 +342,25 @@ describe('the ONNX runtime', () => {
     assert.ok(afterBulk - afterInteractive >= 5, `bulk runs took only ${afterBulk - afterInteractive} ticks on the bulk threads`);
   });
 
+  test('runs bulk runs side by side, one a lane, each lane answering as the interactive thread does', async () => {
+    const runtime = await createOnnxRuntime({ intraOpThreads: 2, bulkLanes: 2 });
+    assert.match(runtime.description, /bulk: 2 lanes of 1 thread at niceness 19/);
+    const session = await runtime.load(CENTERNET_SOURCE);
+    const { input } = await toCenterNetInput(pixels.get(IMAGES[2]!)!);
+    const output = CENTERNET_SOURCE.outputs[0]!;
+    const expected = (await session.run(input, [output])).get(output)!.data;
+    const before = cpuTicksByThreadAtNiceness(19);
+    // Started together, the two runs go to the two lanes, whose threads each run one.
+    const answers = await withPriority('bulk', () => Promise.all([0, 1].map(() => session.run(input, [output]))));
+    for (const answer of answers) {
+      const worst = answer.get(output)!.data.reduce((max, value, i) => Math.max(max, Math.abs(value - expected[i]!)), 0);
+      assert.ok(worst < 1e-4, `a bulk lane differs from the interactive thread by up to ${worst}`);
+    }
+    const after = cpuTicksByThreadAtNiceness(19);
+    const busyThreads = [...after].filter(([task, ticks]) => ticks - (before.get(task) ?? 0) >= 2);
+    assert.ok(busyThreads.length >= 2, `the two bulk runs kept ${busyThreads.length} thread busy`);
+  });
+
   test('refuses, like tfjs-wasm, an output the model did not declare', async () => {
     const input = await toMobileNetV2Input(pixels.get(IMAGES[0]!)!, 'fill');
     for (const session of [sessions.onnx.embed, sessions.tfjs.embed]) {
@@ -377,6 +401,12 @@ describe('INFERENCE_RUNTIME', () => {
     } finally {
       server.stop();
     }
+  });
+
+  test('a bulk lane count below 1 stops the service, naming the setting', async () => {
+    const { code, output } = await runUntilExit({ ONNX_BULK_LANES: '0' });
+    assert.equal(code, 1);
+    assert.match(output, /ONNX_BULK_LANES must be an integer of at least 1, got "0"/);
   });
 
   test('an unknown runtime stops the service before it listens, naming the choices', async () => {

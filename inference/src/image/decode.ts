@@ -4,6 +4,10 @@ import { isSharpFormat, sniffFormat, type ImageFormat, type SharpFormat } from '
 
 // Every upload is new: libvips's operation cache would only keep the decoded images of past requests alive.
 sharp.cache(false);
+// One libvips thread an operation: the image gate (priority.ts) already runs one job a core side by side, and a bulk
+// decode spread over every core took them from a search's engine run (docs/measurements.md, "Catalog work beside
+// searches").
+sharp.concurrency(1);
 
 /** The API's largest accepted image: width * height. */
 export const MAX_INPUT_PIXELS = 40_000_000;

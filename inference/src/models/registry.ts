@@ -160,10 +160,10 @@ export function builtInSpec(entry: EmbedModelEntry): EmbedderSpec {
  * A plain ONNX file's session, scheduled like the embedders' networks: single-input runs (an image tower's pixels)
  * batched, runs by name (a text tower's tokens, of varying lengths) one at a time, all through the gate.
  */
-function scheduledOnnxFile(session: OnnxFileSession, gate: PriorityGate, maxBatch: number, maxBulkBatch: number): OnnxFileSession {
+function scheduledOnnxFile(session: OnnxFileSession, gate: PriorityGate, maxBatch: number, maxBulkBatch: number, bulkLanes: number): OnnxFileSession {
   // A file whose batch dimension is fixed takes one image a run.
   const rows = typeof session.inputs[0]?.shape[0] === 'number' ? 1 : undefined;
-  const batched = new BatchedSession(session, rows ?? maxBatch, gate, rows ?? maxBulkBatch);
+  const batched = new BatchedSession(session, rows ?? maxBatch, gate, rows ?? maxBulkBatch, bulkLanes);
   return {
     inputs: session.inputs,
     outputs: session.outputs,
@@ -178,14 +178,16 @@ function scheduledOnnxFile(session: OnnxFileSession, gate: PriorityGate, maxBatc
  * detector's one image at a time (its graph takes a batch of one).
  */
 export async function loadModels(runtime: Runtime, modelSet: ModelSet): Promise<ModelRegistry> {
-  // A search's run may start beside one bulk run under way: the ONNX runtime runs bulk work on a thread the OS
-  // serves last (onnxruntime.ts), so the search takes the cores at once instead of waiting for the bulk run to end.
-  const gate = new PriorityGate(2, 1);
+  // A search's run may start beside the bulk runs under way, one a lane: the ONNX runtime runs bulk work on threads
+  // the OS serves last (onnxruntime.ts), so the search takes the cores at once instead of waiting for them to end.
+  const bulkLanes = runtime.bulkLanes ?? 1;
+  const gate = new PriorityGate(bulkLanes + 1, bulkLanes);
   const scheduled = (maxBatch: number, maxBulkBatch = maxBatch): Runtime => ({
     description: runtime.description,
-    load: async (source) => new BatchedSession(await runtime.load(source), maxBatch, gate, maxBulkBatch),
+    bulkLanes,
+    load: async (source) => new BatchedSession(await runtime.load(source), maxBatch, gate, maxBulkBatch, bulkLanes),
     ...(runtime.loadOnnxFile && {
-      loadOnnxFile: async (source) => scheduledOnnxFile(await runtime.loadOnnxFile!(source), gate, maxBatch, maxBulkBatch),
+      loadOnnxFile: async (source) => scheduledOnnxFile(await runtime.loadOnnxFile!(source), gate, maxBatch, maxBulkBatch, bulkLanes),
     }),
   });
   // A network several embedders run (MobileNetV2) is loaded once: one copy in memory, and their calls batch together.

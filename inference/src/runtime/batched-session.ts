@@ -5,9 +5,10 @@ import type { Float32Tensor, InferenceSession } from './runtime.ts';
 /**
  * Schedules and batches the single-image runs of one session. Runs go through the service's one PriorityGate, so
  * that interactive work goes first. Each class waits at the gate apart: calls of one class queue while a batch of
- * theirs waits or runs, and go as one batch of up to that class's cap when the gate lets them. Classes never mix in
- * a batch, so an interactive row never waits for bulk rows to run; nor does it wait for a bulk batch of the same
- * session under way, when the gate has a slot for it (the runtime runs each class apart: onnxruntime.ts). A lone
+ * theirs waits or runs (or, for bulk, as many batches as the runtime has bulk lanes), and go as one batch of up to
+ * that class's cap when the gate lets them. Classes never mix in a batch, so an interactive row never waits for bulk
+ * rows to run; nor does it wait for a bulk batch of the same session under way, when the gate has a slot for it (the
+ * runtime runs each class apart: onnxruntime.ts). A lone
  * call runs at once, so batching adds no waiting; under load, the engine sees fewer, larger runs (on a GPU, nearly
  * free rows). With a cap above 1 the session must take a batch of any size along the first dimension and answer one
  * row per input in its outputs' first dimension; calls must agree on the input's shape and the output names.
@@ -17,17 +18,20 @@ export class BatchedSession implements InferenceSession {
   readonly #maxBatch: Readonly<Record<Priority, number>>;
   readonly #gate: PriorityGate;
   readonly #queues: Record<Priority, Pending[]> = { interactive: [], bulk: [] };
-  /** Whether a class's queue has a job at the gate, waiting or running. */
-  readonly #scheduled: Record<Priority, boolean> = { interactive: false, bulk: false };
+  /** A class's jobs at the gate, waiting or running, and how many it may have there. */
+  readonly #scheduled: Record<Priority, number> = { interactive: 0, bulk: 0 };
+  readonly #maxScheduled: Readonly<Record<Priority, number>>;
   /** Sizes of the batches run so far, for measurements and tests. */
   readonly batchSizes: number[] = [];
 
-  constructor(session: InferenceSession, maxBatch: number, gate = new PriorityGate(), maxBulkBatch = maxBatch) {
-    for (const cap of [maxBatch, maxBulkBatch]) {
-      if (!(Number.isInteger(cap) && cap >= 1)) throw new Error(`maxBatch must be a positive integer, got ${cap}`);
+  /** `bulkBatches`: bulk batches at once, one a bulk lane of the runtime (runtime.ts). */
+  constructor(session: InferenceSession, maxBatch: number, gate = new PriorityGate(), maxBulkBatch = maxBatch, bulkBatches = 1) {
+    for (const cap of [maxBatch, maxBulkBatch, bulkBatches]) {
+      if (!(Number.isInteger(cap) && cap >= 1)) throw new Error(`batch sizes and counts must be positive integers, got ${cap}`);
     }
     this.#session = session;
     this.#maxBatch = { interactive: maxBatch, bulk: maxBulkBatch };
+    this.#maxScheduled = { interactive: 1, bulk: bulkBatches };
     this.#gate = gate;
   }
 
@@ -36,8 +40,8 @@ export class BatchedSession implements InferenceSession {
     const priority = currentPriority();
     return new Promise((resolve, reject) => {
       this.#queues[priority].push({ input, outputNames, resolve, reject });
-      if (!this.#scheduled[priority]) {
-        this.#scheduled[priority] = true;
+      if (this.#scheduled[priority] < this.#maxScheduled[priority]) {
+        this.#scheduled[priority]++;
         this.#schedule(priority);
       }
     });
@@ -45,13 +49,14 @@ export class BatchedSession implements InferenceSession {
 
   /**
    * Waits for the gate, runs the class's next batch and, with calls left, waits again: that wait is taken while the
-   * gate is still held, so that the gate picks the next job among every waiter, this queue's left calls included.
+   * gate is still held, so that the gate picks the next job among every waiter, this queue's left calls included. A
+   * job whose calls another job of its class took meanwhile ends without a run.
    */
   #schedule(priority: Priority): void {
     void this.#gate.run(async () => {
-      await this.#runNextBatch(priority);
+      if (this.#queues[priority].length > 0) await this.#runNextBatch(priority);
       if (this.#queues[priority].length > 0) this.#schedule(priority);
-      else this.#scheduled[priority] = false;
+      else this.#scheduled[priority]--;
     }, priority);
   }
 

@@ -4,6 +4,7 @@ import { Worker } from 'node:worker_threads';
 import type ort from 'onnxruntime-node';
 import type { Priority } from '@edge-image-search/contract/wire';
 import { currentPriority } from '../priority.ts';
+import { integerSetting } from '../settings.ts';
 import type { EngineReply, EngineRequest, EngineThreadData } from './onnx/engine-messages.ts';
 import { CONVERT_COMMAND, ONNX_MODEL_DIRECTORY, onnxModelFile } from './onnx/model-files.ts';
 import {
@@ -23,6 +24,11 @@ export type OnnxRuntimeOptions = {
   readonly executionProviders?: readonly string[];
   /** Threads one inference may use; default ONNX_INTRA_OP_THREADS or every core. */
   readonly intraOpThreads?: number;
+  /**
+   * Bulk runs side by side, each on an engine thread of its own; default ONNX_BULK_LANES, else on the CPU alone
+   * min(intraOpThreads, 4), else 1: every lane holds a copy of the models.
+   */
+  readonly bulkLanes?: number;
   /** Where the converted models are; default models/onnx. */
   readonly modelDirectory?: string;
 };
@@ -30,20 +36,25 @@ export type OnnxRuntimeOptions = {
 /**
  * ONNX Runtime (onnxruntime-node) on the models scripts/convert-models.ts converted from their TF.js graphs at
  * install time, and on plain ONNX files as they are (loadOnnxFile: models in the Hugging Face layout). Each model is
- * loaded twice, on two engine threads (onnx/engine-thread.ts): one for interactive runs, one for bulk runs at the
- * lowest OS priority. A run executes synchronously on its thread, spreading each operator
- * over the intra-op threads; the service's main thread stays free for requests and image work meanwhile, and a
- * search's run takes the cores from a bulk run under way instead of waiting for it to end.
+ * loaded on every engine thread (onnx/engine-thread.ts): one for interactive runs, whose operators spread over every
+ * intra-op thread, and the bulk lanes, at the lowest OS priority, which split the threads between them and run bulk
+ * runs side by side (docs/decisions.md, "Inserts at the service's speed"). A run executes synchronously on its thread;
+ * the service's main thread stays free for requests and image work meanwhile, and a search's run takes the cores from
+ * bulk runs under way instead of waiting for them to end.
  */
 export async function createOnnxRuntime(options: OnnxRuntimeOptions = {}): Promise<Runtime> {
   const executionProviders = options.executionProviders ?? listFromEnv(process.env.ONNX_EXECUTION_PROVIDERS) ?? ['cpu'];
-  const intraOpThreads = options.intraOpThreads ?? threadsFromEnv(process.env.ONNX_INTRA_OP_THREADS) ?? availableParallelism();
+  const intraOpThreads = options.intraOpThreads ?? integerSetting(process.env, 'ONNX_INTRA_OP_THREADS', availableParallelism(), 1);
   const directory = options.modelDirectory ?? ONNX_MODEL_DIRECTORY;
   const providers = executionProviders.join(', ');
-  const threads = `${intraOpThreads} intra-op thread${intraOpThreads > 1 ? 's' : ''}`;
-  const sessionOptions: ort.InferenceSession.SessionOptions = {
+  const onCpuAlone = executionProviders.every((provider) => provider === 'cpu');
+  const bulkLanes = options.bulkLanes ?? integerSetting(process.env, 'ONNX_BULK_LANES', onCpuAlone ? Math.min(intraOpThreads, MAX_DEFAULT_BULK_LANES) : 1, 1);
+  const bulkThreads = Math.max(1, Math.floor(intraOpThreads / bulkLanes));
+  const plural = (count: number, noun: string) => `${count} ${noun}${count > 1 ? 's' : ''}`;
+  const threads = `${plural(intraOpThreads, 'intra-op thread')}; bulk: ${plural(bulkLanes, 'lane')} of ${plural(bulkThreads, 'thread')} at niceness ${BULK_NICENESS}`;
+  const sessionOptions = (intraOpNumThreads: number): ort.InferenceSession.SessionOptions => ({
     executionProviders: [...executionProviders],
-    intraOpNumThreads: intraOpThreads,
+    intraOpNumThreads,
     // Nothing runs operators side by side in these graphs' sequential chains.
     interOpNumThreads: 1,
     executionMode: 'sequential',
@@ -52,43 +63,43 @@ export async function createOnnxRuntime(options: OnnxRuntimeOptions = {}): Promi
     // Idle intra-op threads sleep instead of spinning for the next step: between steps the cores are wanted by
     // decoding, resizing and the Worker (a search took 1.6x as long with spinning on this 2-core machine).
     extra: { session: { intra_op: { allow_spinning: '0' } } },
-  };
-  const [interactive, bulk] = await Promise.all([EngineThread.start(0), EngineThread.start(BULK_NICENESS)]);
-  const lanes: Lanes = { interactive, bulk };
+  });
+  const [interactive, ...bulk] = await Promise.all([
+    EngineThread.start(0, sessionOptions(intraOpThreads)),
+    ...Array.from({ length: bulkLanes }, () => EngineThread.start(BULK_NICENESS, sessionOptions(bulkThreads))),
+  ]);
+  const lanes = new Lanes(interactive!, bulk);
   return {
-    description: `onnxruntime-node ${interactive.version} (${providers}; ${threads}; bulk runs at niceness ${BULK_NICENESS})`,
+    description: `onnxruntime-node ${interactive!.version} (${providers}; ${threads})`,
+    bulkLanes,
     async load(source) {
       const file = onnxModelFile(source, directory);
       if (!existsSync(file)) {
         throw new Error(`no ONNX model for ${source.name} at ${file}: run "${CONVERT_COMMAND}" (npm install and npm ci run it too)`);
       }
-      let loaded: Record<Priority, Loaded>;
+      let loaded: Loaded[];
       try {
-        const load = async (lane: EngineThread) => (await lane.ask({ kind: 'load', file, options: sessionOptions })) as Loaded;
-        const [forInteractive, forBulk] = await Promise.all([load(interactive), load(bulk)]);
-        loaded = { interactive: forInteractive, bulk: forBulk };
+        loaded = await lanes.load(file);
       } catch (error) {
         // onnxruntime's own message names neither the model nor the providers asked for.
         throw new Error(`ONNX Runtime could not load ${file} with execution providers ${providers}`, { cause: error });
       }
-      const { inputNames, outputNames } = loaded.interactive;
+      const { inputNames, outputNames } = loaded[0]!;
       const exposed = [...outputNames].sort();
       if (inputNames.length !== 1 || exposed.join('\n') !== [...new Set(source.outputs)].sort().join('\n')) {
         throw new Error(`${file} was converted for other inputs or outputs than ${source.name} declares: run "${CONVERT_COMMAND}"`);
       }
-      return new OnnxSession(source, lanes, { interactive: loaded.interactive.session, bulk: loaded.bulk.session });
+      return new OnnxSession(source, lanes, loaded);
     },
     async loadOnnxFile(source) {
       if (!existsSync(source.file)) throw new Error(`no ONNX file for ${source.name} at ${source.file}`);
-      let loaded: Record<Priority, Loaded>;
+      let loaded: Loaded[];
       try {
-        const load = async (lane: EngineThread) => (await lane.ask({ kind: 'load', file: source.file, options: sessionOptions })) as Loaded;
-        const [forInteractive, forBulk] = await Promise.all([load(interactive), load(bulk)]);
-        loaded = { interactive: forInteractive, bulk: forBulk };
+        loaded = await lanes.load(source.file);
       } catch (error) {
         throw new Error(`ONNX Runtime could not load ${source.file} (${source.name}) with execution providers ${providers}`, { cause: error });
       }
-      const { outputNames } = loaded.interactive;
+      const { outputNames } = loaded[0]!;
       const missing = (source.outputs ?? []).filter((name) => !outputNames.includes(name));
       if (missing.length > 0) {
         throw new Error(`${source.file} has no output ${missing.map((name) => `"${name}"`).join(', ')} (its outputs: ${outputNames.join(', ')})`);
@@ -98,19 +109,48 @@ export async function createOnnxRuntime(options: OnnxRuntimeOptions = {}): Promi
   };
 }
 
-/** Niceness of the bulk engine thread: the lowest priority, so that it yields the cores to anything else. */
+/** Niceness of the bulk engine threads: the lowest priority, so that they yield the cores to anything else. */
 const BULK_NICENESS = 19;
 
-type Lanes = Readonly<Record<Priority, EngineThread>>;
+/** Bulk lanes by default on a CPU at most: each is a copy of every model in memory. */
+const MAX_DEFAULT_BULK_LANES = 4;
+
 type Loaded = Extract<EngineReply, { session: number }>;
+
+/** The engine threads: the interactive one first, then the bulk lanes; a model has a session on each, in that order. */
+class Lanes {
+  readonly #threads: readonly EngineThread[];
+
+  constructor(interactive: EngineThread, bulk: readonly EngineThread[]) {
+    this.#threads = [interactive, ...bulk];
+  }
+
+  /** Loads the file on every thread: its sessions, in the threads' order. */
+  load(file: string): Promise<Loaded[]> {
+    return Promise.all(this.#threads.map(async (thread) => (await thread.ask({ kind: 'load', file })) as Loaded));
+  }
+
+  /**
+   * The thread for a run of `priority` and its session there: the interactive thread, or the bulk lane with the
+   * fewest runs under way (the gate lets as many bulk runs start as there are lanes: models/registry.ts).
+   */
+  pick(priority: Priority, sessions: readonly Loaded[]): { thread: EngineThread; session: number } {
+    let index = 0;
+    if (priority === 'bulk') {
+      index = 1;
+      for (let lane = 2; lane < this.#threads.length; lane++) if (this.#threads[lane]!.underWay < this.#threads[index]!.underWay) index = lane;
+    }
+    return { thread: this.#threads[index]!, session: sessions[index]!.session };
+  }
+}
 
 /** One model on both engine threads: a run goes to the thread of the caller's class (priority.ts). */
 class OnnxSession implements InferenceSession {
   readonly #source: ModelSource;
   readonly #lanes: Lanes;
-  readonly #sessions: Readonly<Record<Priority, number>>;
+  readonly #sessions: readonly Loaded[];
 
-  constructor(source: ModelSource, lanes: Lanes, sessions: Readonly<Record<Priority, number>>) {
+  constructor(source: ModelSource, lanes: Lanes, sessions: readonly Loaded[]) {
     this.#source = source;
     this.#lanes = lanes;
     this.#sessions = sessions;
@@ -118,9 +158,8 @@ class OnnxSession implements InferenceSession {
 
   async run(input: Float32Tensor, outputNames: readonly string[]): Promise<Map<string, Float32Tensor>> {
     checkOutputNames(this.#source, outputNames);
-    const priority = currentPriority();
-    const request = { kind: 'run', session: this.#sessions[priority], data: input.data, shape: input.shape, outputNames } as const;
-    const reply = await this.#lanes[priority].ask(request);
+    const { thread, session } = this.#lanes.pick(currentPriority(), this.#sessions);
+    const reply = await thread.ask({ kind: 'run', session, data: input.data, shape: input.shape, outputNames });
     const { outputs } = reply as Extract<EngineReply, { outputs: unknown }>;
     return new Map(outputs.map(({ name, data, shape }) => [name, { data, shape }]));
   }
@@ -133,14 +172,14 @@ class OnnxFileSessionOnLanes implements OnnxFileSession {
   /** Its name and the outputs it may be asked for. */
   readonly #source: { readonly name: string; readonly outputs: readonly string[] };
   readonly #lanes: Lanes;
-  readonly #sessions: Readonly<Record<Priority, number>>;
+  readonly #sessions: readonly Loaded[];
 
-  constructor(source: OnnxFileSource, lanes: Lanes, loaded: Readonly<Record<Priority, Loaded>>) {
-    this.inputs = loaded.interactive.inputInfos;
-    this.outputs = loaded.interactive.outputInfos;
-    this.#source = { name: source.name, outputs: source.outputs ?? loaded.interactive.outputNames };
+  constructor(source: OnnxFileSource, lanes: Lanes, sessions: readonly Loaded[]) {
+    this.inputs = sessions[0]!.inputInfos;
+    this.outputs = sessions[0]!.outputInfos;
+    this.#source = { name: source.name, outputs: source.outputs ?? sessions[0]!.outputNames };
     this.#lanes = lanes;
-    this.#sessions = { interactive: loaded.interactive.session, bulk: loaded.bulk.session };
+    this.#sessions = sessions;
   }
 
   async run(input: Float32Tensor, outputNames: readonly string[]): Promise<Map<string, Float32Tensor>> {
@@ -152,9 +191,9 @@ class OnnxFileSessionOnLanes implements OnnxFileSession {
 
   async runNamed(inputs: NamedInputs, outputNames: readonly string[]): Promise<Map<string, Float32Tensor>> {
     checkOutputNames(this.#source, outputNames);
-    const priority = currentPriority();
     const named = [...inputs].map(([name, { data, shape }]) => ({ name, type: data instanceof BigInt64Array ? ('int64' as const) : ('float32' as const), data, shape }));
-    const reply = await this.#lanes[priority].ask({ kind: 'runNamed', session: this.#sessions[priority], inputs: named, outputNames });
+    const { thread, session } = this.#lanes.pick(currentPriority(), this.#sessions);
+    const reply = await thread.ask({ kind: 'runNamed', session, inputs: named, outputNames });
     const { outputs } = reply as Extract<EngineReply, { outputs: unknown }>;
     return new Map(outputs.map(({ name, data, shape }) => [name, { data, shape }]));
   }
@@ -190,9 +229,14 @@ class EngineThread {
     worker.unref();
   }
 
-  /** Starts the thread at `niceness` and waits until it has loaded onnxruntime-node. */
-  static async start(niceness: number): Promise<EngineThread> {
-    const workerData: EngineThreadData = { niceness };
+  /** Requests sent and not yet answered. */
+  get underWay(): number {
+    return this.#pending.size;
+  }
+
+  /** Starts the thread at `niceness`, its sessions to be created with `options`, and waits until it has loaded onnxruntime-node. */
+  static async start(niceness: number, options: ort.InferenceSession.SessionOptions): Promise<EngineThread> {
+    const workerData: EngineThreadData = { niceness, options };
     const worker = new Worker(new URL('./onnx/engine-thread.ts', import.meta.url), { workerData });
     const ready = await new Promise<EngineReply>((resolve, reject) => {
       worker.once('message', resolve);
@@ -217,9 +261,3 @@ function listFromEnv(value: string | undefined): string[] | undefined {
   return list && list.length > 0 ? list : undefined;
 }
 
-function threadsFromEnv(value: string | undefined): number | undefined {
-  if (!value) return undefined;
-  const threads = Number(value);
-  if (!Number.isInteger(threads) || threads < 1) throw new Error(`ONNX_INTRA_OP_THREADS must be a positive integer, got "${value}"`);
-  return threads;
-}

@@ -106,6 +106,8 @@ export interface OnnxFileSession extends InferenceSession {
 export interface Runtime {
   /** Human-readable engine description, for logs. */
   readonly description: string;
+  /** How many bulk runs it runs side by side, each beside any interactive run (absent: 1). */
+  readonly bulkLanes?: number;
   load(source: ModelSource): Promise<InferenceSession>;
   /** Loads a plain ONNX file; absent on runtimes that cannot run one (tfjs-wasm). */
   loadOnnxFile?(source: OnnxFileSource): Promise<OnnxFileSession>;

@@ -1,12 +1,15 @@
 import type ort from 'onnxruntime-node';
 import type { TensorInfo } from '../runtime.ts';
 
-/** How the main thread starts an engine thread: the OS niceness of its threads (0 normal, 19 the lowest). */
-export type EngineThreadData = { readonly niceness: number };
+/**
+ * How the main thread starts an engine thread: the OS niceness of its threads (0 normal, 19 the lowest) and the
+ * options of every session it creates.
+ */
+export type EngineThreadData = { readonly niceness: number; readonly options: ort.InferenceSession.SessionOptions };
 
 /** What the main thread asks of the engine thread (engine-thread.ts); `id` pairs each request with its reply. */
 export type EngineRequest =
-  | { readonly id: number; readonly kind: 'load'; readonly file: string; readonly options: ort.InferenceSession.SessionOptions }
+  | { readonly id: number; readonly kind: 'load'; readonly file: string }
   | {
       readonly id: number;
       readonly kind: 'run';

@@ -12,7 +12,7 @@ import type { EngineReply, EngineRequest, EngineThreadData } from './engine-mess
 
 // Before onnxruntime is loaded: the intra-op threads each session starts inherit this thread's niceness (Linux
 // sets it per thread).
-const { niceness } = workerData as EngineThreadData;
+const { niceness, options } = workerData as EngineThreadData;
 if (niceness > 0) setPriority(niceness);
 const { default: onnxruntime } = await import('onnxruntime-node');
 
@@ -33,7 +33,7 @@ port.on('message', async (request: EngineRequest) => {
 
 async function handle(request: EngineRequest): Promise<{ reply: EngineReply; transfer: ArrayBuffer[] }> {
   if (request.kind === 'load') {
-    const session = await onnxruntime.InferenceSession.create(request.file, request.options);
+    const session = await onnxruntime.InferenceSession.create(request.file, options);
     sessions.push(session);
     const { inputNames, outputNames } = session;
     const reply: EngineReply = {
