@@ -687,7 +687,7 @@ type TuningRun = {
   /** The tuning's own report (GET .../tune's held_out), and the same held-out images searched here through /search. */
   report?: { queries: number; precisionAt5: Precision };
   recomputed: { queries: number; precisionAt5: Precision; byTrueLabel: Precision };
-  /** Whether the report and the recomputation agree (queries and both precisions). */
+  /** Whether the report and the recomputation agree (queries and both precisions); not compared when the tuning did not finish. */
   agree?: boolean;
   seconds: { insert: number; tuning?: number };
 };
@@ -747,7 +747,8 @@ async function tuneLabelledSet(baseUrl: string, set: LabelledSet, model: EmbedMo
   );
   const insertSeconds = (performance.now() - insertStarted) / 1000;
   const inserted = set.images.filter((image) => !failed.has(image.name));
-  console.log(`${model.label}, ${set.name}: inserted ${inserted.length} images in ${insertSeconds.toFixed(0)} s${failed.size ? `; failed: ${[...failed].join(', ')}` : ''}`);
+  // One line a set, once its tuning has ended: what was inserted, then how the tuning went.
+  const insertedLine = `${model.label}, ${set.name}: inserted ${inserted.length} images in ${insertSeconds.toFixed(0)} s${failed.size ? ` (failed: ${[...failed].join(', ')})` : ''}`;
   // The images the report searches: labelled with a label the tuning fits, held out; at most as many as it searches.
   const counts = countBy(inserted.filter((image) => image.label !== undefined), (image) => image.label!);
   const queries = inserted.filter((image) => image.label !== undefined && counts.get(image.label)! >= MIN_PER_LABEL && isHeldOut(image.name)).slice(0, MAX_HELD_OUT_QUERIES);
@@ -758,13 +759,13 @@ async function tuneLabelledSet(baseUrl: string, set: LabelledSet, model: EmbedMo
   const posted = await adminRequest<{ error_message?: string; message?: string }>(admin, 'POST', `/admin/apps/${appId}/tune`, { label_field: set.field, apply: 'always' });
   if (posted.status !== 202) {
     const refused = `HTTP ${posted.status}: ${posted.body.error_message ?? posted.body.message ?? JSON.stringify(posted.body)}`;
-    console.log(`${model.label}, ${set.name}: tuning refused, ${refused}`);
+    console.log(`${insertedLine}; tuning refused, ${refused}`);
     return { ...common, refused, recomputed: recomputation(queries, before), seconds: { insert: insertSeconds } };
   }
   const { tuning, stuck } = await waitForTuning(admin, appId);
   const tuningSeconds = (performance.now() - tuningStarted) / 1000;
   if (stuck) {
-    console.error(`!!! ${model.label}, ${set.name}: the tuning is stuck in ${tuning.phase} after ${tuningSeconds.toFixed(0)} s, its step failing: ${tuning.error}; untuned`);
+    console.error(`!!! ${insertedLine}; the tuning is stuck in ${tuning.phase} after ${tuningSeconds.toFixed(0)} s, its step failing: ${tuning.error}; untuned`);
     const { classes, labelled, fitted, error } = tuning;
     return { ...common, classes, labelled, fitted, state: `stuck in ${tuning.phase}`, error, recomputed: recomputation(queries, before), seconds: { insert: insertSeconds, tuning: tuningSeconds } };
   }
@@ -772,11 +773,15 @@ async function tuneLabelledSet(baseUrl: string, set: LabelledSet, model: EmbedMo
   const report = { queries: tuning.held_out.queries, precisionAt5: tuning.held_out.precision_at_5 };
   const recomputed = recomputation(queries, before, after);
   const same = (a: number | null, b: number | null) => (a === null ? b === null : b !== null && Math.abs(a - b) < 1e-9);
-  const agree = report.queries === recomputed.queries && same(report.precisionAt5.before, recomputed.precisionAt5.before) && same(report.precisionAt5.after, recomputed.precisionAt5.after);
+  // A failed tuning measured nothing (its report is empty, as it should be): there is nothing to compare.
+  const agree =
+    tuning.state === 'done'
+      ? report.queries === recomputed.queries && same(report.precisionAt5.before, recomputed.precisionAt5.before) && same(report.precisionAt5.after, recomputed.precisionAt5.after)
+      : undefined;
   console.log(
-    `${model.label}, ${set.name}: tuning ${tuning.state} in ${tuningSeconds.toFixed(1)} s, fitted ${tuning.fitted}, precision@5 ${percentOf(report.precisionAt5.before)} -> ${percentOf(report.precisionAt5.after)}`,
+    `${insertedLine}; tuning ${tuning.state} in ${tuningSeconds.toFixed(1)} s, fitted ${tuning.fitted}, precision@5 ${percentOf(report.precisionAt5.before)} -> ${percentOf(report.precisionAt5.after)}`,
   );
-  if (!agree) {
+  if (agree === false) {
     console.error(`!!! ${model.label}, ${set.name}: the tuning's report (${JSON.stringify(report)}) and /search (${JSON.stringify(recomputed.precisionAt5)} on ${queries.length} queries) DISAGREE`);
   }
   return {

@@ -38,7 +38,7 @@ type Counts = Record<Priority, number>;
 
 /**
  * The account of engine time by class, for every gate of a process. Time goes to whoever owns the machine: to
- * interactive while any interactive job runs (bulk runs at niceness 19, so beside it an interactive job has the
+ * interactive while any interactive job runs (bulk runs in the OS's background, so beside it an interactive job has the
  * cores), to bulk while only bulk jobs run, to nobody while idle. `#lead` is interactive's time beyond what its share
  * allows against bulk's (in ms of interactive time): each bulk ms takes (1 - share) / share off it.
  */

@@ -37,7 +37,7 @@ export type OnnxRuntimeOptions = {
  * ONNX Runtime (onnxruntime-node) on the models scripts/convert-models.ts converted from their TF.js graphs at
  * install time, and on plain ONNX files as they are (loadOnnxFile: models in the Hugging Face layout). Each model is
  * loaded on every engine thread (onnx/engine-thread.ts): one for interactive runs, whose operators spread over every
- * intra-op thread, and the bulk lanes, at the lowest OS priority, which split the threads between them and run bulk
+ * intra-op thread, and the bulk lanes, in the OS's background (engine-thread.ts), which split the threads between them and run bulk
  * runs side by side (docs/decisions.md, "Inserts at the service's speed"). A run executes synchronously on its thread;
  * the service's main thread stays free for requests and image work meanwhile, and a search's run takes the cores from
  * bulk runs under way instead of waiting for them to end.
@@ -51,7 +51,6 @@ export async function createOnnxRuntime(options: OnnxRuntimeOptions = {}): Promi
   const bulkLanes = options.bulkLanes ?? integerSetting(process.env, 'ONNX_BULK_LANES', onCpuAlone ? Math.min(intraOpThreads, MAX_DEFAULT_BULK_LANES) : 1, 1);
   const bulkThreads = Math.max(1, Math.floor(intraOpThreads / bulkLanes));
   const plural = (count: number, noun: string) => `${count} ${noun}${count > 1 ? 's' : ''}`;
-  const threads = `${plural(intraOpThreads, 'intra-op thread')}; bulk: ${plural(bulkLanes, 'lane')} of ${plural(bulkThreads, 'thread')} at niceness ${BULK_NICENESS}`;
   const sessionOptions = (intraOpNumThreads: number): ort.InferenceSession.SessionOptions => ({
     executionProviders: [...executionProviders],
     intraOpNumThreads,
@@ -65,10 +64,11 @@ export async function createOnnxRuntime(options: OnnxRuntimeOptions = {}): Promi
     extra: { session: { intra_op: { allow_spinning: '0' } } },
   });
   const [interactive, ...bulk] = await Promise.all([
-    EngineThread.start(0, sessionOptions(intraOpThreads)),
-    ...Array.from({ length: bulkLanes }, () => EngineThread.start(BULK_NICENESS, sessionOptions(bulkThreads))),
+    EngineThread.start(false, sessionOptions(intraOpThreads)),
+    ...Array.from({ length: bulkLanes }, () => EngineThread.start(true, sessionOptions(bulkThreads))),
   ]);
   const lanes = new Lanes(interactive!, bulk);
+  const threads = `${plural(intraOpThreads, 'intra-op thread')}; bulk: ${plural(bulkLanes, 'lane')} of ${plural(bulkThreads, 'thread')}, ${bulk[0]!.scheduling}`;
   return {
     description: `onnxruntime-node ${interactive!.version} (${providers}; ${threads})`,
     bulkLanes,
@@ -108,9 +108,6 @@ export async function createOnnxRuntime(options: OnnxRuntimeOptions = {}): Promi
     },
   };
 }
-
-/** Niceness of the bulk engine threads: the lowest priority, so that they yield the cores to anything else. */
-const BULK_NICENESS = 19;
 
 /** Bulk lanes by default on a CPU at most: each is a copy of every model in memory. */
 const MAX_DEFAULT_BULK_LANES = 4;
@@ -205,13 +202,16 @@ type Pending = { resolve: (reply: EngineReply) => void; reject: (error: Error) =
 /** The engine thread, seen from the main thread: requests answered by id; it holds the process open only while asked. */
 class EngineThread {
   readonly version: string;
+  /** How the OS schedules its threads (engine-thread.ts). */
+  readonly scheduling: string;
   readonly #worker: Worker;
   readonly #pending = new Map<number, Pending>();
   #nextId = 1;
 
-  private constructor(worker: Worker, version: string) {
+  private constructor(worker: Worker, version: string, scheduling: string) {
     this.#worker = worker;
     this.version = version;
+    this.scheduling = scheduling;
     worker.on('message', (reply: EngineReply) => {
       const pending = this.#pending.get(reply.id);
       if (!pending) return;
@@ -234,16 +234,16 @@ class EngineThread {
     return this.#pending.size;
   }
 
-  /** Starts the thread at `niceness`, its sessions to be created with `options`, and waits until it has loaded onnxruntime-node. */
-  static async start(niceness: number, options: ort.InferenceSession.SessionOptions): Promise<EngineThread> {
-    const workerData: EngineThreadData = { niceness, options };
+  /** Starts the thread, in the background or not, its sessions to be created with `options`; waits until it has loaded onnxruntime-node. */
+  static async start(background: boolean, options: ort.InferenceSession.SessionOptions): Promise<EngineThread> {
+    const workerData: EngineThreadData = { background, options };
     const worker = new Worker(new URL('./onnx/engine-thread.ts', import.meta.url), { workerData });
     const ready = await new Promise<EngineReply>((resolve, reject) => {
       worker.once('message', resolve);
       worker.once('error', reject);
     });
     if (!ready.ok || !('version' in ready)) throw new Error('the ONNX engine thread did not start');
-    return new EngineThread(worker, ready.version);
+    return new EngineThread(worker, ready.version, ready.scheduling);
   }
 
   ask(request: Request): Promise<EngineReply> {

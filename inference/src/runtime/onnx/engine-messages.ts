@@ -2,10 +2,10 @@ import type ort from 'onnxruntime-node';
 import type { TensorInfo } from '../runtime.ts';
 
 /**
- * How the main thread starts an engine thread: the OS niceness of its threads (0 normal, 19 the lowest) and the
+ * How the main thread starts an engine thread: whether its threads run in the background (a bulk lane) and the
  * options of every session it creates.
  */
-export type EngineThreadData = { readonly niceness: number; readonly options: ort.InferenceSession.SessionOptions };
+export type EngineThreadData = { readonly background: boolean; readonly options: ort.InferenceSession.SessionOptions };
 
 /** What the main thread asks of the engine thread (engine-thread.ts); `id` pairs each request with its reply. */
 export type EngineRequest =
@@ -38,7 +38,13 @@ export type NamedInput = {
 /** The engine thread's answers: id 0 once it has loaded onnxruntime-node, then one per request. */
 export type EngineReply =
   | { readonly id: number; readonly ok: false; readonly message: string }
-  | { readonly id: number; readonly ok: true; readonly version: string }
+  | {
+      /** Once started: onnxruntime-node's version and how the OS schedules the thread (`SCHED_IDLE`, `niceness 19`, `normal`). */
+      readonly id: number;
+      readonly ok: true;
+      readonly version: string;
+      readonly scheduling: string;
+    }
   | {
       readonly id: number;
       readonly ok: true;

@@ -1,25 +1,49 @@
 /**
- * ONNX Runtime sessions on a thread of their own (onnxruntime.ts starts one per class of work). onnxruntime-node
- * runs a graph synchronously on the thread that calls run(): on the service's main thread, every engine step (tens of
- * ms) would freeze the HTTP server and the completion of decodes and resizes. The bulk thread runs at the lowest OS
- * priority, so that the kernel gives the cores to a search's run over a bulk run already under way.
+ * ONNX Runtime sessions on a thread of their own (onnxruntime.ts starts one for interactive work and the bulk lanes).
+ * onnxruntime-node runs a graph synchronously on the thread that calls run(): on the service's main thread, every
+ * engine step (tens of ms) would freeze the HTTP server and the completion of decodes and resizes. A bulk lane runs
+ * in the background: under Linux's SCHED_IDLE policy where it can be set, else at the lowest niceness, so that the
+ * kernel gives the cores to a search's run over bulk runs already under way (docs/decisions.md, "Inserts at the
+ * service's speed").
  */
+import { execFileSync } from 'node:child_process';
+import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
+import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import type ort from 'onnxruntime-node';
 import type { TensorInfo } from '../runtime.ts';
 import type { EngineReply, EngineRequest, EngineThreadData } from './engine-messages.ts';
 
-// Before onnxruntime is loaded: the intra-op threads each session starts inherit this thread's niceness (Linux
-// sets it per thread).
-const { niceness, options } = workerData as EngineThreadData;
-if (niceness > 0) setPriority(niceness);
+/** The lowest niceness: a background lane's where SCHED_IDLE cannot be set. */
+const BACKGROUND_NICENESS = 19;
+
+/**
+ * Puts this thread in the background, before onnxruntime is loaded: the intra-op threads each session starts inherit
+ * its policy and niceness (Linux keeps both per thread). SCHED_IDLE, unlike niceness 19, lets a waking search thread
+ * take the core at once instead of after the running bulk thread's slice; no privilege is needed to lower a thread's
+ * own policy, but Node has no call for it, so util-linux's chrt sets it on this thread's id.
+ */
+function intoBackground(): string {
+  setPriority(BACKGROUND_NICENESS);
+  try {
+    const threadId = path.basename(readlinkSync('/proc/thread-self'));
+    execFileSync('chrt', ['--idle', '--pid', '0', threadId], { stdio: 'ignore' });
+    return 'SCHED_IDLE';
+  } catch {
+    // Not Linux, or no chrt: niceness alone.
+    return `niceness ${BACKGROUND_NICENESS}`;
+  }
+}
+
+const { background, options } = workerData as EngineThreadData;
+const scheduling = background ? intoBackground() : 'normal';
 const { default: onnxruntime } = await import('onnxruntime-node');
 
 const port = parentPort!;
 const sessions: ort.InferenceSession[] = [];
 
-port.postMessage({ id: 0, ok: true, version: String(onnxruntime.env.versions.node) } satisfies EngineReply);
+port.postMessage({ id: 0, ok: true, version: String(onnxruntime.env.versions.node), scheduling } satisfies EngineReply);
 
 port.on('message', async (request: EngineRequest) => {
   try {
