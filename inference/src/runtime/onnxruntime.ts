@@ -37,9 +37,9 @@ export type OnnxRuntimeOptions = {
  * ONNX Runtime (onnxruntime-node) on the models scripts/convert-models.ts converted from their TF.js graphs at
  * install time, and on plain ONNX files as they are (loadOnnxFile: models in the Hugging Face layout). Each model is
  * loaded on every engine thread (onnx/engine-thread.ts): one for interactive runs, whose operators spread over every
- * intra-op thread, and the bulk lanes, in the OS's background (engine-thread.ts), which split the threads between them and run bulk
- * runs side by side (docs/decisions.md, "Inserts at the service's speed"). A run executes synchronously on its thread;
- * the service's main thread stays free for requests and image work meanwhile, and a search's run takes the cores from
+ * intra-op thread, and the bulk lanes, in the OS's background, which split the threads between them and run bulk runs
+ * side by side (docs/decisions.md, "Inserts at the service's speed"). A run executes synchronously on its thread; the
+ * service's main thread stays free for requests and image work meanwhile, and a search's run takes the cores from
  * bulk runs under way instead of waiting for them to end.
  */
 export async function createOnnxRuntime(options: OnnxRuntimeOptions = {}): Promise<Runtime> {
