@@ -172,7 +172,6 @@ function serverMs(status: InsertStatus & { start_time?: string; update_time?: st
   return Number.isFinite(ms) && ms >= 0 ? ms : undefined;
 }
 
-
 function chooseOperation(draw: number, mix: [Operation, number][]): Operation {
   const total = mix.reduce((sum, [, share]) => sum + share, 0);
   let sum = 0;

@@ -181,7 +181,8 @@ type Waiter = { priority: Priority; start: () => void };
 /** Runs at most `slots` jobs at once, at most `bulkSlots` of them bulk, interactive first, by the shares above. */
 export class PriorityGate {
   readonly #slots: number;
-  readonly #bulkSlots: number;
+  /** Bulk jobs it runs at once at most. */
+  readonly bulkSlots: number;
   readonly #shares: Shares;
   #running = 0;
   #runningBulk = 0;
@@ -189,7 +190,7 @@ export class PriorityGate {
 
   constructor(slots = 1, bulkSlots = slots, shares = SHARES) {
     this.#slots = slots;
-    this.#bulkSlots = bulkSlots;
+    this.bulkSlots = bulkSlots;
     this.#shares = shares;
     shares.addGate(this);
   }
@@ -219,7 +220,7 @@ export class PriorityGate {
         continue;
       }
       const bulk = this.#waiting.findIndex((waiter) => waiter.priority === 'bulk');
-      if (bulk < 0 || this.#runningBulk >= this.#bulkSlots || !this.#shares.mayStart('bulk')) return;
+      if (bulk < 0 || this.#runningBulk >= this.bulkSlots || !this.#shares.mayStart('bulk')) return;
       this.#start(bulk);
     }
   }

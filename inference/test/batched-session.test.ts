@@ -91,7 +91,7 @@ describe('BatchedSession', () => {
   test('refuses a batched input and a bad cap', () => {
     const session = new BatchedSession(new RowSumSession(), 2);
     assert.throws(() => session.run({ data: new Float32Array(4), shape: [2, 2] }, ['sum']), /one input at a time/);
-    assert.throws(() => new BatchedSession(new RowSumSession(), 0), /positive integers/);
+    assert.throws(() => new BatchedSession(new RowSumSession(), 0), /positive integer/);
   });
 });
 
@@ -171,7 +171,7 @@ describe('BatchedSession through a PriorityGate', () => {
     assert.deepEqual(runs, ['start 1', 'start 100', 'end 100', 'end 1']);
   });
 
-  test('bulk batches run side by side, as many as the runtime has bulk lanes; interactive ones one at a time', async () => {
+  test('bulk batches run side by side, as many as the gate has bulk slots; interactive ones one at a time', async () => {
     let running = 0;
     const most: Record<string, number> = {};
     const engine: InferenceSession = {
@@ -183,7 +183,7 @@ describe('BatchedSession through a PriorityGate', () => {
         return new Map([['sum', { data: input.data.slice(0, input.shape[0]), shape: [input.shape[0]!, 1] }]]);
       },
     };
-    const session = new BatchedSession(engine, 1, new PriorityGate(3, 2), 1, 2);
+    const session = new BatchedSession(engine, 1, new PriorityGate(3, 2), 1);
     const answers = await Promise.all([1, 2, 3, 4, 5, 6].map((value) => bulk(session, value)));
     assert.deepEqual(answers.map((outputs) => outputs.get('sum')!.data[0]), [1, 2, 3, 4, 5, 6]);
     assert.equal(most.bulk, 2);

@@ -160,10 +160,10 @@ export function builtInSpec(entry: EmbedModelEntry): EmbedderSpec {
  * A plain ONNX file's session, scheduled like the embedders' networks: single-input runs (an image tower's pixels)
  * batched, runs by name (a text tower's tokens, of varying lengths) one at a time, all through the gate.
  */
-function scheduledOnnxFile(session: OnnxFileSession, gate: PriorityGate, maxBatch: number, maxBulkBatch: number, bulkLanes: number): OnnxFileSession {
+function scheduledOnnxFile(session: OnnxFileSession, gate: PriorityGate, maxBatch: number, maxBulkBatch: number): OnnxFileSession {
   // A file whose batch dimension is fixed takes one image a run.
   const rows = typeof session.inputs[0]?.shape[0] === 'number' ? 1 : undefined;
-  const batched = new BatchedSession(session, rows ?? maxBatch, gate, rows ?? maxBulkBatch, bulkLanes);
+  const batched = new BatchedSession(session, rows ?? maxBatch, gate, rows ?? maxBulkBatch);
   return {
     inputs: session.inputs,
     outputs: session.outputs,
@@ -185,9 +185,9 @@ export async function loadModels(runtime: Runtime, modelSet: ModelSet): Promise<
   const scheduled = (maxBatch: number, maxBulkBatch = maxBatch): Runtime => ({
     description: runtime.description,
     bulkLanes,
-    load: async (source) => new BatchedSession(await runtime.load(source), maxBatch, gate, maxBulkBatch, bulkLanes),
+    load: async (source) => new BatchedSession(await runtime.load(source), maxBatch, gate, maxBulkBatch),
     ...(runtime.loadOnnxFile && {
-      loadOnnxFile: async (source) => scheduledOnnxFile(await runtime.loadOnnxFile!(source), gate, maxBatch, maxBulkBatch, bulkLanes),
+      loadOnnxFile: async (source) => scheduledOnnxFile(await runtime.loadOnnxFile!(source), gate, maxBatch, maxBulkBatch),
     }),
   });
   // A network several embedders run (MobileNetV2) is loaded once: one copy in memory, and their calls batch together.

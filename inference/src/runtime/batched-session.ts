@@ -5,11 +5,11 @@ import type { Float32Tensor, InferenceSession } from './runtime.ts';
 /**
  * Schedules and batches the single-image runs of one session. Runs go through the service's one PriorityGate, so
  * that interactive work goes first. Each class waits at the gate apart: calls of one class queue while a batch of
- * theirs waits or runs (or, for bulk, as many batches as the runtime has bulk lanes), and go as one batch of up to
- * that class's cap when the gate lets them. Classes never mix in a batch, so an interactive row never waits for bulk
- * rows to run; nor does it wait for a bulk batch of the same session under way, when the gate has a slot for it (the
- * runtime runs each class apart: onnxruntime.ts). A lone
- * call runs at once, so batching adds no waiting; under load, the engine sees fewer, larger runs (on a GPU, nearly
+ * theirs waits or runs (for bulk, as many batches as the gate has bulk slots: one a bulk lane of the runtime), and go
+ * as one batch of up to that class's cap when the gate lets them. Classes never mix in a batch, so an interactive row
+ * never waits for bulk rows to run; nor does it wait for a bulk batch of the same session under way, when the gate
+ * has a slot for it (the runtime runs each class apart: onnxruntime.ts). A lone call runs at once, so batching adds
+ * no waiting; under load, the engine sees fewer, larger runs (on a GPU, nearly
  * free rows). With a cap above 1 the session must take a batch of any size along the first dimension and answer one
  * row per input in its outputs' first dimension; calls must agree on the input's shape and the output names.
  */
@@ -24,14 +24,13 @@ export class BatchedSession implements InferenceSession {
   /** Sizes of the batches run so far, for measurements and tests. */
   readonly batchSizes: number[] = [];
 
-  /** `bulkBatches`: bulk batches at once, one a bulk lane of the runtime (runtime.ts). */
-  constructor(session: InferenceSession, maxBatch: number, gate = new PriorityGate(), maxBulkBatch = maxBatch, bulkBatches = 1) {
-    for (const cap of [maxBatch, maxBulkBatch, bulkBatches]) {
-      if (!(Number.isInteger(cap) && cap >= 1)) throw new Error(`batch sizes and counts must be positive integers, got ${cap}`);
+  constructor(session: InferenceSession, maxBatch: number, gate = new PriorityGate(), maxBulkBatch = maxBatch) {
+    for (const cap of [maxBatch, maxBulkBatch]) {
+      if (!(Number.isInteger(cap) && cap >= 1)) throw new Error(`maxBatch must be a positive integer, got ${cap}`);
     }
     this.#session = session;
     this.#maxBatch = { interactive: maxBatch, bulk: maxBulkBatch };
-    this.#maxScheduled = { interactive: 1, bulk: bulkBatches };
+    this.#maxScheduled = { interactive: 1, bulk: gate.bulkSlots };
     this.#gate = gate;
   }
 
