@@ -6,6 +6,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { FORM_ERROR_CODES, predictFormSchema, PRIORITIES, PRIORITY_HEADER, type DetectorInfo, type ErrorBody, type Priority } from '@edge-image-search/contract/wire';
+import type { BulkProcess } from './bulk-process.ts';
 import { ApiError } from './errors.ts';
 import { ImageDecodeError } from './image/decode.ts';
 import type { ModelRegistry } from './models/registry.ts';
@@ -28,6 +29,8 @@ export type ServiceState = {
   readonly inFlight: Readonly<Record<Priority, ConcurrencyLimit>>;
   /** Bytes of request bodies held at once. */
   readonly bodies: ByteBudget;
+  /** Where bulk predictions go when they run in a process of their own (bulk-process.ts); else they run here. */
+  readonly bulkProcess?: Pick<BulkProcess, 'predict'>;
 };
 
 const digest = (text: string): Buffer => createHash('sha256').update(text).digest();
@@ -66,6 +69,13 @@ export function createApp(state: ServiceState): Hono {
     inFlight.refuseWhenSaturated();
     const held = state.bodies.hold(priority === 'bulk' ? BULK_BODY_SHARE : 1);
     try {
+      const { bulkProcess } = state;
+      if (priority === 'bulk' && bulkProcess) {
+        // Read under the budget here, parsed there: its answers, errors included, are the bulk process's.
+        const body = await readBody(c.req.raw, held);
+        const contentType = c.req.header('content-type') ?? '';
+        return await serve(priority, () => inFlight.run(() => bulkProcess.predict(body, contentType)));
+      }
       const request = await readForm(c.req.raw, held);
       if (request.input === 'text') return c.json(await serve(priority, () => predictText(request.text, models, inFlight, request.embedModel)));
       const { image, tasks, box, detections, embedModel, vocabulary } = request;

@@ -20,7 +20,7 @@ export const currentPriority = (): Priority => context.getStore() ?? 'interactiv
 export const withPriority = <T>(priority: Priority, job: () => T): T => context.run(priority, job);
 
 /** INFERENCE_BULK_SHARE's default (docs/decisions.md, "Searches while a catalog loads"). */
-export const DEFAULT_BULK_SHARE = 0.25;
+export const DEFAULT_BULK_SHARE = 0.4;
 
 /**
  * How far (ms of interactive time) interactive work may run ahead of its share before it waits for bulk work. A

@@ -180,7 +180,9 @@ function scheduledOnnxFile(session: OnnxFileSession, gate: PriorityGate, maxBatc
 export async function loadModels(runtime: Runtime, modelSet: ModelSet): Promise<ModelRegistry> {
   // A search's run may start beside the bulk runs under way, one a lane: the ONNX runtime runs bulk work on threads
   // the OS serves last (onnxruntime.ts), so the search takes the cores at once instead of waiting for them to end.
-  const bulkLanes = runtime.bulkLanes ?? 1;
+  // Without lanes (bulk runs in a process of its own: bulk-process.ts), a bulk run here still goes, on the
+  // interactive thread, one at a time.
+  const bulkLanes = Math.max(1, runtime.bulkLanes ?? 1);
   const gate = new PriorityGate(bulkLanes + 1, bulkLanes);
   const scheduled = (maxBatch: number, maxBulkBatch = maxBatch): Runtime => ({
     description: runtime.description,

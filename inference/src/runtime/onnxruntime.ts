@@ -7,6 +7,7 @@ import { currentPriority } from '../priority.ts';
 import { integerSetting } from '../settings.ts';
 import type { EngineReply, EngineRequest, EngineThreadData } from './onnx/engine-messages.ts';
 import { CONVERT_COMMAND, ONNX_MODEL_DIRECTORY, onnxModelFile } from './onnx/model-files.ts';
+import { executionProvidersFromEnv, onCpuAlone } from './onnx/providers.ts';
 import {
   checkOutputNames,
   type Float32Tensor,
@@ -15,6 +16,7 @@ import {
   type NamedInputs,
   type OnnxFileSession,
   type OnnxFileSource,
+  type RunClasses,
   type Runtime,
   type TensorInfo,
 } from './runtime.ts';
@@ -29,6 +31,11 @@ export type OnnxRuntimeOptions = {
    * min(intraOpThreads, 4), else 1: every lane holds a copy of the models.
    */
   readonly bulkLanes?: number;
+  /**
+   * The classes of runs this process has engine threads for (runtime.ts, RunClasses); default both. A class without
+   * threads of its own runs on the other's.
+   */
+  readonly serves?: RunClasses;
   /** Where the converted models are; default models/onnx. */
   readonly modelDirectory?: string;
 };
@@ -43,13 +50,14 @@ export type OnnxRuntimeOptions = {
  * bulk runs under way instead of waiting for them to end.
  */
 export async function createOnnxRuntime(options: OnnxRuntimeOptions = {}): Promise<Runtime> {
-  const executionProviders = options.executionProviders ?? listFromEnv(process.env.ONNX_EXECUTION_PROVIDERS) ?? ['cpu'];
+  const executionProviders = options.executionProviders ?? executionProvidersFromEnv();
   const intraOpThreads = options.intraOpThreads ?? integerSetting(process.env, 'ONNX_INTRA_OP_THREADS', availableParallelism(), 1);
   const directory = options.modelDirectory ?? ONNX_MODEL_DIRECTORY;
   const providers = executionProviders.join(', ');
-  const onCpuAlone = executionProviders.every((provider) => provider === 'cpu');
-  const bulkLanes = options.bulkLanes ?? integerSetting(process.env, 'ONNX_BULK_LANES', onCpuAlone ? Math.min(intraOpThreads, MAX_DEFAULT_BULK_LANES) : 1, 1);
-  const bulkThreads = Math.max(1, Math.floor(intraOpThreads / bulkLanes));
+  const serves = options.serves ?? 'both';
+  const bulkLanes =
+    serves === 'interactive' ? 0 : (options.bulkLanes ?? integerSetting(process.env, 'ONNX_BULK_LANES', onCpuAlone(executionProviders) ? Math.min(intraOpThreads, MAX_DEFAULT_BULK_LANES) : 1, 1));
+  const bulkThreads = Math.max(1, Math.floor(intraOpThreads / Math.max(1, bulkLanes)));
   const plural = (count: number, noun: string) => `${count} ${noun}${count > 1 ? 's' : ''}`;
   const sessionOptions = (intraOpNumThreads: number): ort.InferenceSession.SessionOptions => ({
     executionProviders: [...executionProviders],
@@ -63,14 +71,17 @@ export async function createOnnxRuntime(options: OnnxRuntimeOptions = {}): Promi
     // decoding, resizing and the Worker (a search took 1.6x as long with spinning on this 2-core machine).
     extra: { session: { intra_op: { allow_spinning: '0' } } },
   });
-  const [interactive, ...bulk] = await Promise.all([
-    EngineThread.start(false, sessionOptions(intraOpThreads)),
-    ...Array.from({ length: bulkLanes }, () => EngineThread.start(true, sessionOptions(bulkThreads))),
+  const [interactive, bulk] = await Promise.all([
+    serves === 'bulk' ? undefined : EngineThread.start(false, sessionOptions(intraOpThreads)),
+    Promise.all(Array.from({ length: bulkLanes }, () => EngineThread.start(true, sessionOptions(bulkThreads)))),
   ]);
-  const lanes = new Lanes(interactive!, bulk);
-  const threads = `${plural(intraOpThreads, 'intra-op thread')}; bulk: ${plural(bulkLanes, 'lane')} of ${plural(bulkThreads, 'thread')}, ${bulk[0]!.scheduling}`;
+  const lanes = new Lanes(interactive, bulk);
+  const threads = [
+    interactive ? plural(intraOpThreads, 'intra-op thread') : 'no interactive thread',
+    bulkLanes > 0 ? `bulk: ${plural(bulkLanes, 'lane')} of ${plural(bulkThreads, 'thread')}, ${bulk[0]!.scheduling}` : 'no bulk lane',
+  ].join('; ');
   return {
-    description: `onnxruntime-node ${interactive!.version} (${providers}; ${threads})`,
+    description: `onnxruntime-node ${(interactive ?? bulk[0]!).version} (${providers}; ${threads})`,
     bulkLanes,
     async load(source) {
       const file = onnxModelFile(source, directory);
@@ -114,12 +125,18 @@ const MAX_DEFAULT_BULK_LANES = 4;
 
 type Loaded = Extract<EngineReply, { session: number }>;
 
-/** The engine threads: the interactive one first, then the bulk lanes; a model has a session on each, in that order. */
+/**
+ * The engine threads: the interactive one (if any) first, then the bulk lanes; a model has a session on each, in that
+ * order. A run goes to a thread of its class, else (a process serving one class) to one of the other's.
+ */
 class Lanes {
   readonly #threads: readonly EngineThread[];
+  readonly #byClass: Readonly<Record<Priority, readonly number[]>>;
 
-  constructor(interactive: EngineThread, bulk: readonly EngineThread[]) {
-    this.#threads = [interactive, ...bulk];
+  constructor(interactive: EngineThread | undefined, bulk: readonly EngineThread[]) {
+    this.#threads = [...(interactive ? [interactive] : []), ...bulk];
+    const first = interactive ? 1 : 0;
+    this.#byClass = { interactive: interactive ? [0] : [], bulk: bulk.map((_, lane) => first + lane) };
   }
 
   /** Loads the file on every thread: its sessions, in the threads' order. */
@@ -128,15 +145,13 @@ class Lanes {
   }
 
   /**
-   * The thread for a run of `priority` and its session there: the interactive thread, or the bulk lane with the
-   * fewest runs under way (the gate lets as many bulk runs start as there are lanes: models/registry.ts).
+   * The thread for a run of `priority` and its session there: of the class's threads, the one with the fewest runs
+   * under way (the gate lets as many bulk runs start as there are lanes: models/registry.ts).
    */
   pick(priority: Priority, sessions: readonly Loaded[]): { thread: EngineThread; session: number } {
-    let index = 0;
-    if (priority === 'bulk') {
-      index = 1;
-      for (let lane = 2; lane < this.#threads.length; lane++) if (this.#threads[lane]!.underWay < this.#threads[index]!.underWay) index = lane;
-    }
+    const own = this.#byClass[priority];
+    const candidates = own.length > 0 ? own : this.#byClass[priority === 'bulk' ? 'interactive' : 'bulk'];
+    const index = candidates.reduce((best, next) => (this.#threads[next]!.underWay < this.#threads[best]!.underWay ? next : best));
     return { thread: this.#threads[index]!, session: sessions[index]!.session };
   }
 }
@@ -255,9 +270,3 @@ class EngineThread {
     });
   }
 }
-
-function listFromEnv(value: string | undefined): string[] | undefined {
-  const list = value?.split(',').map((item) => item.trim()).filter(Boolean);
-  return list && list.length > 0 ? list : undefined;
-}
-

@@ -103,10 +103,17 @@ export interface OnnxFileSession extends InferenceSession {
   runNamed(inputs: NamedInputs, outputNames: readonly string[]): Promise<Map<string, Float32Tensor>>;
 }
 
+/**
+ * The classes of runs (contract/wire.ts, PRIORITIES) a process's engine threads are for: both, or one, where the
+ * service runs bulk predictions in a process of their own (bulk-process.ts): it keeps no bulk lane, and that process
+ * no interactive thread.
+ */
+export type RunClasses = 'both' | 'interactive' | 'bulk';
+
 export interface Runtime {
   /** Human-readable engine description, for logs. */
   readonly description: string;
-  /** How many bulk runs it runs side by side, each beside any interactive run (absent: 1). */
+  /** How many bulk runs it runs side by side, each beside any interactive run (absent: 1; 0: on the interactive thread). */
   readonly bulkLanes?: number;
   load(source: ModelSource): Promise<InferenceSession>;
   /** Loads a plain ONNX file; absent on runtimes that cannot run one (tfjs-wasm). */
