@@ -10,7 +10,8 @@
  * 503 busy at once; INFERENCE_BULK_SHARE (default 0.4) is the share of the
  * service bulk work keeps while it waits (priority.ts); INFERENCE_BULK_PROCESS
  * (auto, the default, or off) runs bulk predictions in a process of their own
- * under SCHED_IDLE (bulk-process.ts). The port is bound at once and
+ * under SCHED_IDLE (bulk-process.ts), which the service starts with
+ * INFERENCE_ROLE=bulk (service, the default, otherwise). The port is bound at once and
  * models load behind it: /health answers as soon as the process listens,
  * /ready only once the models are loaded and warmed. Port 0 picks a free
  * port; the "listening on" line on stdout names it.
