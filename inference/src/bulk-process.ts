@@ -13,6 +13,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { PRIORITY_HEADER } from '@edge-image-search/contract/wire';
+import { ApiError } from './errors.ts';
 import { PriorityGate } from './priority.ts';
 import { choiceSetting } from './settings.ts';
 
@@ -51,15 +52,18 @@ export class BulkProcess {
   readonly #child: ChildProcess;
   readonly #secret = randomBytes(24).toString('hex');
   readonly #url: Promise<string>;
-  /** Forwarded requests as bulk jobs in the shares: at most `slots` at once, interactive work first (priority.ts). */
-  readonly #gate: PriorityGate;
+  /**
+   * Forwarded requests as bulk jobs in the shares, interactive work first (priority.ts). Its slots are unbounded: the
+   * service's bulk in-flight limit (INFERENCE_MAX_BULK, app.ts) already bounds what is forwarded.
+   */
+  readonly #gate = new PriorityGate(Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY);
 
   /**
    * Starts it with this service's settings, listening on a port of loopback's it picks. Its output comes here
-   * under its own name; should it exit, the service stops too (`onExit`): bulk work would have nowhere to go.
+   * under its own name; should it exit, or fail to start, the service stops too (`onExit`, with what ended it): bulk
+   * work would have nowhere to go.
    */
-  constructor(env: NodeJS.ProcessEnv, slots: number, onExit: (code: number | null) => void) {
-    this.#gate = new PriorityGate(slots, slots);
+  constructor(env: NodeJS.ProcessEnv, onExit: (ending: string) => void) {
     // An inspector's port would be taken twice.
     const execArgv = process.execArgv.filter((flag) => !flag.startsWith('--inspect'));
     this.#child = spawn('chrt', ['--idle', '0', process.execPath, ...execArgv, SERVER], {
@@ -67,7 +71,8 @@ export class BulkProcess {
       // Its stdin is how it knows the service is gone (server.ts): the pipe closes with this process, however it ends.
       stdio: ['pipe', 'pipe', 'inherit'],
     });
-    this.#child.once('exit', onExit);
+    this.#child.once('exit', (code, signal) => onExit(signal ? `signal ${signal}` : `code ${code}`));
+    this.#child.once('error', (error) => onExit(`failed to start: ${error.message}`));
     this.#url = new Promise((resolve) => {
       let pending = '';
       this.#child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
@@ -99,16 +104,25 @@ export class BulkProcess {
     }
   }
 
-  /** A bulk /predict body, answered by the bulk process: its status, its JSON, its retry-after. */
+  /**
+   * A bulk /predict body, answered by the bulk process: its status, its JSON, its retry-after; 503 bulk_unavailable
+   * when it gives no answer (it died, or its connection broke), which a caller tries again later as any 503.
+   */
   predict(body: Uint8Array, contentType: string): Promise<Response> {
     return this.#gate.run(async () => {
-      const response = await fetch(`${await this.#url}/predict`, {
-        method: 'POST',
-        body,
-        headers: { 'content-type': contentType, authorization: `Bearer ${this.#secret}`, [PRIORITY_HEADER]: 'bulk' },
-      });
-      // Read here: until its answer is in, the request is bulk work under way.
-      const answer = await response.arrayBuffer();
+      let response: Response;
+      let answer: ArrayBuffer;
+      try {
+        response = await fetch(`${await this.#url}/predict`, {
+          method: 'POST',
+          body,
+          headers: { 'content-type': contentType, authorization: `Bearer ${this.#secret}`, [PRIORITY_HEADER]: 'bulk' },
+        });
+        // Read here: until its answer is in, the request is bulk work under way.
+        answer = await response.arrayBuffer();
+      } catch (error) {
+        throw new ApiError(503, 'bulk_unavailable', `The bulk process gave no answer (${error instanceof Error ? error.message : String(error)}); retry later.`);
+      }
       const headers = new Headers({ 'content-type': response.headers.get('content-type') ?? 'application/json' });
       const retryAfter = response.headers.get('retry-after');
       if (retryAfter) headers.set('retry-after', retryAfter);

@@ -52,8 +52,8 @@ async function start(env: NodeJS.ProcessEnv): Promise<void> {
   }
   // Started once the models are here, so that it finds them in the cache.
   const bulkProcess = separateBulk
-    ? new BulkProcess(env, maxBulk, (code) => {
-        console.error(`inference: the bulk process exited (code ${code}); stopping`);
+    ? new BulkProcess(env, (ending) => {
+        console.error(`inference: the bulk process ended (${ending}); stopping`);
         process.exit(1);
       })
     : undefined;

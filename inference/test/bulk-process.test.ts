@@ -1,9 +1,10 @@
 /**
  * Bulk predictions in a process of their own under SCHED_IDLE (src/bulk-process.ts): started with the service on a
  * Linux CPU host, every thread of it in the background, serving the bulk requests alone and answering as the service
- * does, errors included; gone with the service; off when asked.
+ * does, errors included; gone with the service, and the service gone with it; off when asked.
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -89,6 +90,20 @@ describe('the bulk process ends', () => {
     server.child.kill('SIGKILL');
     for (let i = 0; i < 50 && existsSync(`/proc/${bulkPid}`); i++) await sleep(100);
     assert.ok(!existsSync(`/proc/${bulkPid}`), 'the bulk process outlived the service by 5 s');
+  });
+});
+
+describe('the service', () => {
+  test('stops when its bulk process ends, saying so: bulk work would have nowhere to go', async () => {
+    const server = await startServer();
+    const [bulkPid] = childrenOf(server.pid);
+    assert.ok(bulkPid, 'a bulk process');
+    const exited = once(server.child, 'exit');
+    process.kill(bulkPid, 'SIGKILL');
+    const [code] = (await Promise.race([exited, sleep(10_000).then(() => ['still running'])])) as [number | string | null];
+    if (code === 'still running') server.stop();
+    assert.equal(code, 1);
+    assert.match(server.errorOutput(), /inference: the bulk process ended \(signal SIGKILL\); stopping/);
   });
 });
 

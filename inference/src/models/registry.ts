@@ -180,8 +180,8 @@ function scheduledOnnxFile(session: OnnxFileSession, gate: PriorityGate, maxBatc
 export async function loadModels(runtime: Runtime, modelSet: ModelSet): Promise<ModelRegistry> {
   // A search's run may start beside the bulk runs under way, one a lane: the ONNX runtime runs bulk work on threads
   // the OS serves last (onnxruntime.ts), so the search takes the cores at once instead of waiting for them to end.
-  // Without lanes (bulk runs in a process of its own: bulk-process.ts), a bulk run here still goes, on the
-  // interactive thread, one at a time.
+  // Without lanes (bulk predictions are forwarded to a process of their own: bulk-process.ts), no bulk run comes
+  // here; should one, it runs on the interactive thread, one at a time, instead of waiting for a lane forever.
   const bulkLanes = Math.max(1, runtime.bulkLanes ?? 1);
   const gate = new PriorityGate(bulkLanes + 1, bulkLanes);
   const scheduled = (maxBatch: number, maxBulkBatch = maxBatch): Runtime => ({
