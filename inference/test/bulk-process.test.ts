@@ -5,28 +5,20 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { imageBytes, runUntilExit, startServer, type RunningServer } from './harness.ts';
-
-/** Linux's SCHED_IDLE, as /proc reports a thread's policy. */
-const SCHED_IDLE = 5;
-
-/** The fields of a /proc stat file after the parenthesised command name. */
-const statFields = (file: string): string[] => readFileSync(file, 'utf8').split(') ')[1]!.split(' ');
+import { processStat, SCHED_IDLE, threadStats } from './proc-threads.ts';
 
 const childrenOf = (pid: number): number[] =>
   readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
 
-/** The scheduling policy of each of a process's threads (the 41st field of its stat). */
-const threadPolicies = (pid: number): number[] => readdirSync(`/proc/${pid}/task`).map((task) => Number(statFields(`/proc/${pid}/task/${task}/stat`)[38]));
+/** The scheduling policy of each of a process's threads. */
+const threadPolicies = (pid: number): number[] => [...threadStats(pid).values()].map(({ policy }) => policy);
 
 /** CPU time (clock ticks, user and system, every thread) a process has used so far. */
-const cpuTicks = (pid: number): number => {
-  const fields = statFields(`/proc/${pid}/stat`);
-  return Number(fields[11]) + Number(fields[12]);
-};
+const cpuTicks = (pid: number): number => processStat(pid).ticks;
 
 describe('the bulk process (INFERENCE_BULK_PROCESS=auto, the default)', () => {
   let server: RunningServer;

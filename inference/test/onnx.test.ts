@@ -6,7 +6,7 @@
  * refusals, and runtime selection in the real service.
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -29,6 +29,7 @@ import { createOnnxRuntime } from '../src/runtime/onnxruntime.ts';
 import type { Float32Tensor, InferenceSession, ModelSource, Runtime } from '../src/runtime/runtime.ts';
 import { createTfjsWasmRuntime } from '../src/runtime/tfjs-wasm.ts';
 import { cosine, IMAGES_DIR, launchServer, runUntilExit, startServer, waitUntilReady } from './harness.ts';
+import { SCHED_IDLE, threadStats } from './proc-threads.ts';
 
 /** Photos and cut-outs, with and without objects the detector finds. */
 const IMAGES = [
@@ -112,28 +113,14 @@ describe('ONNX and tfjs-wasm agree', () => {
   });
 });
 
-/** CPU time (clock ticks) of this process's threads at `niceness`, from /proc (Linux keeps niceness per thread). */
+/** CPU time (clock ticks) of each of this process's threads at `niceness`, by thread id (Linux keeps niceness per thread). */
+function cpuTicksByThreadAtNiceness(niceness: number): Map<string, number> {
+  return new Map([...threadStats('self')].filter(([, stat]) => stat.niceness === niceness).map(([task, { ticks }]) => [task, ticks]));
+}
+
+/** CPU time (clock ticks) of this process's threads at `niceness`. */
 function cpuTicksAtNiceness(niceness: number): number {
   return [...cpuTicksByThreadAtNiceness(niceness).values()].reduce((sum, ticks) => sum + ticks, 0);
-}
-
-/** Linux's SCHED_IDLE, as /proc reports a thread's policy. */
-const SCHED_IDLE = 5;
-
-/** A thread's scheduling policy, from /proc (the 41st field of its stat). */
-function schedulingPolicy(task: string): number {
-  return Number(readFileSync(`/proc/self/task/${task}/stat`, 'utf8').split(') ')[1]!.split(' ')[38]);
-}
-
-/** CPU time (clock ticks) of each of this process's threads at `niceness`, by thread id. */
-function cpuTicksByThreadAtNiceness(niceness: number): Map<string, number> {
-  const ticks = new Map<string, number>();
-  for (const task of readdirSync('/proc/self/task')) {
-    // The fields after the parenthesised name: utime and stime are the 12th and 13th, nice the 17th.
-    const fields = readFileSync(`/proc/self/task/${task}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    if (Number(fields[16]) === niceness) ticks.set(task, Number(fields[11]) + Number(fields[12]));
-  }
-  return ticks;
 }
 
 /** [start, end) of each network's part in an embedding's vector. */
@@ -348,7 +335,7 @@ describe('the ONNX runtime', () => {
     const afterBulk = cpuTicksAtNiceness(19);
     assert.ok(afterInteractive - before <= 2, `interactive runs took ${afterInteractive - before} ticks on the bulk threads`);
     assert.ok(afterBulk - afterInteractive >= 5, `bulk runs took only ${afterBulk - afterInteractive} ticks on the bulk threads`);
-    const policies = [...cpuTicksByThreadAtNiceness(19).keys()].map(schedulingPolicy);
+    const policies = [...threadStats('self').values()].filter((stat) => stat.niceness === 19).map((stat) => stat.policy);
     assert.ok(policies.length > 0 && policies.every((policy) => policy === SCHED_IDLE), `policies of the bulk threads: ${policies.join(', ')}`);
   });
 
