@@ -1,7 +1,8 @@
 import pMap from 'p-map';
 import type { Env } from '../env';
+import type { PendingItem } from '../storage/transactions';
 import { deleteRetiredSoon } from '../storage/retired';
-import { handleInsertMessage } from './insert-item';
+import { handleInsertMessage, pendingItemOf } from './insert-item';
 import { INSERT_ITEMS_IN_FLIGHT } from './in-flight';
 import { handleJobMessage } from './job-step';
 import {
@@ -36,7 +37,7 @@ export async function consumeIngestBatch(batch: MessageBatch<IngestMessage>, env
   const inserts = batch.messages.filter((message): message is Message<InsertMessage> => !isJobMessage(message.body));
   const jobs = batch.messages.filter((message): message is Message<JobMessage> => isJobMessage(message.body));
   const [retiring] = await Promise.all([
-    pMap(inserts, (message) => handleInsertMessage(env, message, 'images'), { concurrency: INSERT_ITEMS_IN_FLIGHT }),
+    pMap(inserts, async (message) => handleInsertMessage(env, message, 'images', await pendingItemOf(env, message.body)), { concurrency: INSERT_ITEMS_IN_FLIGHT }),
     Promise.all(
       jobs.map((message) =>
         isReindexMessage(message.body)
@@ -50,19 +51,46 @@ export async function consumeIngestBatch(batch: MessageBatch<IngestMessage>, env
   await deleteRetiredOf(env, retiring);
 }
 
+type LoadedMessage = { message: Message<InsertMessage>; item: PendingItem | null };
+
+/**
+ * A batch's insert messages in runs, one run an image (its catalog database, application and name), each in the
+ * order its items were accepted; a settled item's message (a redelivery) makes a run of its own.
+ */
+function runsByImage(loaded: LoadedMessage[]): LoadedMessage[][] {
+  const runs = new Map<string, LoadedMessage[]>();
+  for (const entry of loaded) {
+    const key = entry.item ? JSON.stringify([entry.item.database, entry.item.appId, entry.item.imName]) : entry.message.id;
+    runs.set(key, [...(runs.get(key) ?? []), entry]);
+  }
+  return [...runs.values()].map((run) => run.sort((a, b) => (a.item?.seq ?? 0) - (b.item?.seq ?? 0)));
+}
+
 /**
  * The update queue's batches: metadata-only updates, D1 and vector metadata only, never the inference service, so
  * that an update waits for no image being fetched and embedded, only for the earlier items of its own name
- * (insert-item.ts). Anything else found there goes to the ingest queue, where it belongs.
+ * (insert-item.ts). Updates of one image in a batch go one after another in the order accepted: side by side, each
+ * would find the one before still pending and wait DEFER_SECONDS (retry-policy.ts). Anything else found there goes
+ * to the ingest queue, where it belongs.
  */
 export async function consumeUpdateBatch(batch: MessageBatch<IngestMessage>, env: Env): Promise<void> {
+  const items = batch.messages.filter((message): message is Message<InsertMessage> => !isJobMessage(message.body));
+  const jobs = batch.messages.filter((message): message is Message<JobMessage> => isJobMessage(message.body));
+  const [loaded] = await Promise.all([
+    Promise.all(items.map(async (message): Promise<LoadedMessage> => ({ message, item: await pendingItemOf(env, message.body) }))),
+    Promise.all(
+      jobs.map(async (message) => {
+        await sendJobMessage(env.INSERT_QUEUE, message.body);
+        message.ack();
+      }),
+    ),
+  ]);
   const retiring = await Promise.all(
-    batch.messages.map(async (message): Promise<Retiring> => {
-      if (!isJobMessage(message.body)) return handleInsertMessage(env, message as Message<InsertMessage>, 'updates');
-      await sendJobMessage(env.INSERT_QUEUE, message.body);
-      message.ack();
-      return undefined;
+    runsByImage(loaded).map(async (run) => {
+      const apps: Retiring[] = [];
+      for (const { message, item } of run) apps.push(await handleInsertMessage(env, message, 'updates', item));
+      return apps;
     }),
   );
-  await deleteRetiredOf(env, retiring);
+  await deleteRetiredOf(env, retiring.flat());
 }

@@ -158,8 +158,12 @@ async function updateMetadata(env: Env, item: PendingItem): Promise<void> {
   await db.batch([...settleStatements(db, item.transId, item.index, outcome), vectorsRewritten(db, attempt)]);
 }
 
+/** The item an insert message names, while it waits to be processed; null once settled (a redelivered message). */
+export const pendingItemOf = (env: Env, { transId, index, database = CONTROL_DATABASE }: InsertMessage): Promise<PendingItem | null> =>
+  getPendingItem(env, database, transId, index);
+
 /**
- * An insert item's message, from the ingest queue (`from: 'images'`: an image, or an update sent there before updates
+ * An insert item's message (its item read by pendingItemOf), from the ingest queue (`from: 'images'`: an image, or an update sent there before updates
  * had their own queue) or the update queue (`from: 'updates'`); answers the application whose retired versions may
  * wait to be deleted: one replaced by an image it made live, or one whose deletion an update held back while it
  * rewrote its vectors. The update queue's consumer never calls the inference service: an image item found there is
@@ -169,10 +173,10 @@ export async function handleInsertMessage(
   env: Env,
   message: Message<InsertMessage>,
   from: 'images' | 'updates',
+  item: PendingItem | null,
 ): Promise<{ id: string; database: string } | undefined> {
   const { transId, index, database = CONTROL_DATABASE } = message.body;
   const db = databaseNamed(env, database);
-  const item = await getPendingItem(env, database, transId, index);
   if (!item) {
     message.ack(); // already settled: a redelivery
     return undefined;

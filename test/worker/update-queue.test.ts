@@ -76,6 +76,29 @@ describe('the update queue', () => {
     expect(await metadataOf(app, 'item')).toEqual({ brand: 'second', price: 3 });
   });
 
+  it('applies updates of one name in one batch one after another, in the order they were accepted, none waiting', async () => {
+    const app = await createApp('updates-of-one-name', [...BRAND, { name: 'price', type: 'float' }]);
+    await insertAndWait(app, [{ im_name: 'item', im_url: HEN, brand: 'first', price: '1' }]);
+    const { database } = await appOf(app);
+    const earlier = await createTransaction(env, await appOf(app), [{ index: 0, imName: 'item', imUrl: null, metadata: { price: 2 } }]);
+    const later = await createTransaction(env, await appOf(app), [{ index: 0, imName: 'item', imUrl: null, metadata: { price: 3 } }]);
+
+    const recorded = withRecordedQueues();
+    // The later one first in the batch: the order of acceptance decides, not the batch's.
+    const batch = createMessageBatch('image-update', [
+      { id: 'later', timestamp: Date.now(), attempts: 1, body: { transId: later, index: 0, database } },
+      { id: 'earlier', timestamp: Date.now(), attempts: 1, body: { transId: earlier, index: 0, database } },
+    ]);
+    const ctx = createExecutionContext();
+    await worker.queue(batch, recorded.env);
+    // Both applied within the batch: neither was sent again to wait.
+    expect((await getQueueResult(batch, ctx)).explicitAcks.sort()).toEqual(['earlier', 'later']);
+    expect(recorded.sent).toEqual({ INSERT_QUEUE: [], UPDATE_QUEUE: [] });
+    expect(await processedPercent(app, earlier)).toBe(100);
+    expect(await processedPercent(app, later)).toBe(100);
+    expect(await metadataOf(app, 'item')).toEqual({ brand: 'first', price: 3 });
+  });
+
   it('sends an image item that reaches it to the image queue, and never processes it itself', async () => {
     const app = await createApp('image-on-update-queue');
     const { database } = await appOf(app);
