@@ -29,15 +29,25 @@ async function deleteRetiredOf(env: Env, retiring: Retiring[]): Promise<void> {
   await Promise.all([...apps.values()].map((app) => deleteRetiredSoon(env, app)));
 }
 
+/** A batch's messages by kind: insert items, and the steps of jobs. */
+function messagesByKind(batch: MessageBatch<IngestMessage>): { inserts: Message<InsertMessage>[]; jobs: Message<JobMessage>[] } {
+  return {
+    inserts: batch.messages.filter((message): message is Message<InsertMessage> => !isJobMessage(message.body)),
+    jobs: batch.messages.filter((message): message is Message<JobMessage> => isJobMessage(message.body)),
+  };
+}
+
 /**
  * The ingest queue's batches: insert items side by side with the steps of jobs (reindexes, tunings), each message
- * handed to its kind's handler (insert-item.ts, job-step.ts), which acknowledges it or has it tried again (retry-policy.ts).
+ * handed to its kind's handler (insert-item.ts, job-step.ts), which acknowledges it or has it tried again
+ * (retry-policy.ts).
  */
 export async function consumeIngestBatch(batch: MessageBatch<IngestMessage>, env: Env): Promise<void> {
-  const inserts = batch.messages.filter((message): message is Message<InsertMessage> => !isJobMessage(message.body));
-  const jobs = batch.messages.filter((message): message is Message<JobMessage> => isJobMessage(message.body));
+  const { inserts, jobs } = messagesByKind(batch);
+  const handleInsert = async (message: Message<InsertMessage>): Promise<Retiring> =>
+    handleInsertMessage(env, message, 'images', await pendingItemOf(env, message.body));
   const [retiring] = await Promise.all([
-    pMap(inserts, async (message) => handleInsertMessage(env, message, 'images', await pendingItemOf(env, message.body)), { concurrency: INSERT_ITEMS_IN_FLIGHT }),
+    pMap(inserts, handleInsert, { concurrency: INSERT_ITEMS_IN_FLIGHT }),
     Promise.all(
       jobs.map((message) =>
         isReindexMessage(message.body)
@@ -61,9 +71,12 @@ function runsByImage(loaded: LoadedMessage[]): LoadedMessage[][] {
   const runs = new Map<string, LoadedMessage[]>();
   for (const entry of loaded) {
     const key = entry.item ? JSON.stringify([entry.item.database, entry.item.appId, entry.item.imName]) : entry.message.id;
-    runs.set(key, [...(runs.get(key) ?? []), entry]);
+    const run = runs.get(key);
+    if (run) run.push(entry);
+    else runs.set(key, [entry]);
   }
-  return [...runs.values()].map((run) => run.sort((a, b) => (a.item?.seq ?? 0) - (b.item?.seq ?? 0)));
+  // A run of more than one holds pending items only, each with its seq.
+  return [...runs.values()].map((run) => run.sort((a, b) => a.item!.seq - b.item!.seq));
 }
 
 /**
@@ -74,10 +87,21 @@ function runsByImage(loaded: LoadedMessage[]): LoadedMessage[][] {
  * to the ingest queue, where it belongs.
  */
 export async function consumeUpdateBatch(batch: MessageBatch<IngestMessage>, env: Env): Promise<void> {
-  const items = batch.messages.filter((message): message is Message<InsertMessage> => !isJobMessage(message.body));
-  const jobs = batch.messages.filter((message): message is Message<JobMessage> => isJobMessage(message.body));
-  const [loaded] = await Promise.all([
-    Promise.all(items.map(async (message): Promise<LoadedMessage> => ({ message, item: await pendingItemOf(env, message.body) }))),
+  const { inserts, jobs } = messagesByKind(batch);
+  const applyUpdates = async (): Promise<Retiring[]> => {
+    const load = async (message: Message<InsertMessage>): Promise<LoadedMessage> => ({ message, item: await pendingItemOf(env, message.body) });
+    const loaded = await Promise.all(inserts.map(load));
+    const runs = await Promise.all(
+      runsByImage(loaded).map(async (run) => {
+        const apps: Retiring[] = [];
+        for (const { message, item } of run) apps.push(await handleInsertMessage(env, message, 'updates', item));
+        return apps;
+      }),
+    );
+    return runs.flat();
+  };
+  const [retiring] = await Promise.all([
+    applyUpdates(),
     Promise.all(
       jobs.map(async (message) => {
         await sendJobMessage(env.INSERT_QUEUE, message.body);
@@ -85,12 +109,5 @@ export async function consumeUpdateBatch(batch: MessageBatch<IngestMessage>, env
       }),
     ),
   ]);
-  const retiring = await Promise.all(
-    runsByImage(loaded).map(async (run) => {
-      const apps: Retiring[] = [];
-      for (const { message, item } of run) apps.push(await handleInsertMessage(env, message, 'updates', item));
-      return apps;
-    }),
-  );
-  await deleteRetiredOf(env, retiring.flat());
+  await deleteRetiredOf(env, retiring);
 }

@@ -2,10 +2,10 @@ import type { Env } from '../env';
 import { GENERAL } from '../http/messages';
 import { MAX_DETECTED_OBJECTS } from '../ports/inference/types';
 import { imageBlobKey } from '../storage/blobs';
-import { CONTROL_DATABASE, databaseNamed } from '../storage/databases';
+import { databaseNamed } from '../storage/databases';
 import { retireUnlessLive } from '../storage/retired';
 import { getPendingItem, isMetadataUpdate, settleItem, type ItemOutcome } from '../storage/transactions';
-import { isJobMessage, type IngestMessage } from './message';
+import { isJobMessage, messageDatabase, type IngestMessage } from './message';
 import { releaseStaged } from './staged-uploads';
 
 /** How an item ends when retrying gave up on it (failForGood, for the dead-letter consumer and the sweeper). */
@@ -42,7 +42,8 @@ export async function consumeDeadLetters(batch: MessageBatch<IngestMessage>, env
       message.ack();
       continue;
     }
-    const { transId, index, database = CONTROL_DATABASE } = message.body;
+    const { transId, index } = message.body;
+    const database = messageDatabase(message.body);
     console.error(JSON.stringify({ event: 'insert_dead_letter', transId, index, database, attempts: message.attempts }));
     await failForGood(env, database, transId, index);
     message.ack();

@@ -9,7 +9,7 @@ import { hasSupportedDimensions, probeImage, type ImageInfo } from '../images/pr
 import { inference } from '../ports/inference';
 import { UndecodableImageError, type Prediction } from '../ports/inference/types';
 import { imageBlobKey, putImageBlob } from '../storage/blobs';
-import { catalogDatabase, CONTROL_DATABASE, databaseNamed } from '../storage/databases';
+import { catalogDatabase, databaseNamed } from '../storage/databases';
 import { applyVersion, mergeImageMetadata } from '../storage/images';
 import { vectorsRewritten } from '../storage/stale-vectors';
 import {
@@ -28,7 +28,7 @@ import { writeTargets } from '../storage/reindexes';
 import { projectEmbedding } from '../tuning/project-embedding';
 import { replaceVectorMetadata, vectorMetadata, writeImageVectors, type ModelEmbedding } from '../storage/vectors';
 import { embeddingMismatch } from './embedding-mismatch';
-import { sendInsertMessages, type InsertMessage } from './message';
+import { messageDatabase, sendInsertMessages, type InsertMessage } from './message';
 import { Deferred, tryAgainLater } from './retry-policy';
 import { releaseStaged } from './staged-uploads';
 
@@ -159,15 +159,15 @@ async function updateMetadata(env: Env, item: PendingItem): Promise<void> {
 }
 
 /** The item an insert message names, while it waits to be processed; null once settled (a redelivered message). */
-export const pendingItemOf = (env: Env, { transId, index, database = CONTROL_DATABASE }: InsertMessage): Promise<PendingItem | null> =>
-  getPendingItem(env, database, transId, index);
+export const pendingItemOf = (env: Env, message: InsertMessage): Promise<PendingItem | null> =>
+  getPendingItem(env, messageDatabase(message), message.transId, message.index);
 
 /**
- * An insert item's message (its item read by pendingItemOf), from the ingest queue (`from: 'images'`: an image, or an update sent there before updates
- * had their own queue) or the update queue (`from: 'updates'`); answers the application whose retired versions may
- * wait to be deleted: one replaced by an image it made live, or one whose deletion an update held back while it
- * rewrote its vectors. The update queue's consumer never calls the inference service: an image item found there is
- * sent to the ingest queue.
+ * An insert item's message with its item as pendingItemOf read it, from the ingest queue (`from: 'images'`: an
+ * image, or an update sent there before updates had their own queue) or the update queue (`from: 'updates'`);
+ * answers the application whose retired versions may wait to be deleted: one replaced by an image it made live, or
+ * one whose deletion an update held back while it rewrote its vectors. The update queue's consumer never calls the
+ * inference service: an image item found there is sent to the ingest queue.
  */
 export async function handleInsertMessage(
   env: Env,
@@ -175,7 +175,8 @@ export async function handleInsertMessage(
   from: 'images' | 'updates',
   item: PendingItem | null,
 ): Promise<{ id: string; database: string } | undefined> {
-  const { transId, index, database = CONTROL_DATABASE } = message.body;
+  const { transId, index } = message.body;
+  const database = messageDatabase(message.body);
   const db = databaseNamed(env, database);
   if (!item) {
     message.ack(); // already settled: a redelivery

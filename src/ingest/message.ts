@@ -1,3 +1,4 @@
+import { CONTROL_DATABASE } from '../storage/databases';
 import type { ItemKind } from '../storage/transactions';
 
 /**
@@ -21,6 +22,8 @@ export type JobMessage = ReindexMessage | TuningMessage | MoveMessage;
 export type IngestMessage = InsertMessage | JobMessage;
 
 export const isJobMessage = (message: IngestMessage): message is JobMessage => !('transId' in message);
+/** The catalog database an insert message's item is in; the control database for one sent before there were several. */
+export const messageDatabase = (message: InsertMessage): string => message.database ?? CONTROL_DATABASE;
 export const isReindexMessage = (message: IngestMessage): message is ReindexMessage => 'reindex' in message;
 export const isMoveMessage = (message: IngestMessage): message is MoveMessage => 'move' in message;
 
