@@ -1,7 +1,7 @@
 import pMap from 'p-map';
 import type { Env } from '../env';
-import type { PendingItem } from '../storage/transactions';
 import { deleteRetiredSoon } from '../storage/retired';
+import type { PendingItem } from '../storage/transactions';
 import { handleInsertMessage, pendingItemOf } from './insert-item';
 import { INSERT_ITEMS_IN_FLIGHT } from './in-flight';
 import { handleJobMessage } from './job-step';
