@@ -175,13 +175,12 @@ export async function handleInsertMessage(
   from: 'images' | 'updates',
   item: PendingItem | null,
 ): Promise<{ id: string; database: string } | undefined> {
-  const { transId, index } = message.body;
-  const database = messageDatabase(message.body);
-  const db = databaseNamed(env, database);
   if (!item) {
     message.ack(); // already settled: a redelivery
     return undefined;
   }
+  const { transId, index, database } = item;
+  const db = databaseNamed(env, database);
   const kind = itemKind(item);
   try {
     if (from === 'updates' && kind === 'image') {
